@@ -235,10 +235,9 @@ def render(envs: list[tuple[str, list[list[str]], dict[str, str]]]) -> str:
         )
         cells = []
         for _, groups, reach in envs:
-            group = next(
-                (g for g in groups if first in g), None
-            )  # its row there: aliases are keyed by their first name
-            cells.append("not in this release" if group is None else reach.get(group[0], "—"))
+            # its row there: aliases are keyed by their first name
+            found: list[str] | None = next((g for g in groups if first in g), None)
+            cells.append("not in this release" if found is None else reach.get(found[0], "—"))
         lines.append(f"| {shown} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -6,6 +6,7 @@ run: in a fixture, not at import, because a controlling pytest-xdist process
 imports this file before it starts its workers, which must keep the switch."""
 
 import os
+from typing import Any
 
 import pytest
 
@@ -15,14 +16,14 @@ pytest.register_assert_rewrite("tests.meta.support")  # their asserts explain th
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _subprocesses_autoload_plugins():
+def _subprocesses_autoload_plugins() -> Any:
     saved = {name: os.environ.pop(name) for name in _AUTOLOAD_SWITCH if name in os.environ}
     yield
     os.environ.update(saved)
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _subprocesses_take_ctrl_c():
+def _subprocesses_take_ctrl_c() -> Any:
     """Several tests send SIGINT to a gate they start, as a terminal's Ctrl-C would. A process started
     in the background by a shell without job control (``.ci/run &`` from a script) has SIGINT ignored,
     and its children inherit that: the gate then rightly ignores SIGINT (``cli.main``: a background

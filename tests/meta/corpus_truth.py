@@ -58,11 +58,12 @@ import sys
 import tempfile
 import time
 import zipfile
+from typing import Any
 
 try:  # optional
     import numpy as np
 except Exception:  # pragma: no cover - numpy missing
-    np = None
+    np = None  # type: ignore[assignment]  # optional: the module reads np as None without NumPy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CORPUS = os.path.join(HERE, "teams", "corpus")
@@ -76,7 +77,7 @@ ARTIFACT_SUFFIXES = (".npz", ".npy", ".json")
 XLA_FLAGS_FOR_RUNS = None  # --xla-flags (diagnostics only)
 
 
-def _clean_env(pythonpath=None):
+def _clean_env(pythonpath: Any = None) -> Any:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     if pythonpath:
@@ -94,7 +95,7 @@ def _clean_env(pythonpath=None):
     return env
 
 
-def run_program(python, folder, workdir, timeout, pythonpath=None):
+def run_program(python: Any, folder: Any, workdir: Any, timeout: Any, pythonpath: Any = None) -> Any:
     """Copies `folder` into `workdir`, runs it, returns a result dict."""
     copy = os.path.join(workdir, "prog")
     out = os.path.join(workdir, "out")
@@ -132,7 +133,7 @@ def run_program(python, folder, workdir, timeout, pythonpath=None):
 # comparing arrays
 
 
-def _ordered_ints(a):
+def _ordered_ints(a: Any) -> Any:
     """Maps IEEE floats to integers whose difference is the ULP distance."""
     bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
     i = a.view(bits).astype(np.int64)
@@ -140,7 +141,7 @@ def _ordered_ints(a):
     return np.where(i < 0, lo - i, i)
 
 
-def compare_arrays(a, b):
+def compare_arrays(a: Any, b: Any) -> Any:
     """Returns None when bit-identical, else a dict describing the difference."""
     if a.dtype != b.dtype:
         return {"kind": "dtype", "text": f"dtype {a.dtype} vs {b.dtype}"}
@@ -216,7 +217,7 @@ def compare_arrays(a, b):
     return {"kind": "value", "text": text, "n_diff": diff_count, "size": n}
 
 
-def _load_arrays(path):
+def _load_arrays(path: Any) -> Any:
     """Returns {name: array} (numpy) or {name: raw bytes} (no numpy)."""
     if path.endswith(".npy"):
         if np is not None:
@@ -233,7 +234,7 @@ def _load_arrays(path):
         return out
 
 
-def _json_first_diff(a, b, path="$"):
+def _json_first_diff(a: Any, b: Any, path: Any = "$") -> Any:
     if type(a) is not type(b):
         return f"{path}: {a!r} vs {b!r}"
     if isinstance(a, dict):
@@ -257,7 +258,7 @@ def _json_first_diff(a, b, path="$"):
     return None if a == b else f"{path}: {a!r} vs {b!r}"
 
 
-def compare_file(rel, pa, pb):
+def compare_file(rel: Any, pa: Any, pb: Any) -> Any:
     """Returns a list of difference records for one artifact file."""
     diffs = []
     if rel.endswith(".json"):
@@ -300,7 +301,7 @@ def compare_file(rel, pa, pb):
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 
-def _last_line(text):
+def _last_line(text: Any) -> Any:
     """The exception line of a traceback if any, else the last line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     for line in reversed(lines):
@@ -309,9 +310,9 @@ def _last_line(text):
     return lines[-1] if lines else ""
 
 
-def compare_runs(ra, rb, label_a="baseline", label_b="candidate"):
+def compare_runs(ra: Any, rb: Any, label_a: Any = "baseline", label_b: Any = "candidate") -> Any:
     """Compares two run results. Returns (first_difference or None, details)."""
-    details = {"exit": None, "stdout": None, "files": []}
+    details: Any = {"exit": None, "stdout": None, "files": []}
     first = None
     if ra["timed_out"] or rb["timed_out"]:
         who = [label for label, r in ((label_a, ra), (label_b, rb)) if r["timed_out"]]
@@ -350,7 +351,7 @@ def compare_runs(ra, rb, label_a="baseline", label_b="candidate"):
 # ----------------------------------------------------------------------------
 
 
-def expected_truth(folder):
+def expected_truth(folder: Any) -> Any:
     """Reads 'EXPECTED TRUTH: same|differs' from train.py's docstring."""
     with open(os.path.join(folder, "train.py"), encoding="utf-8") as f:
         text = f.read()
@@ -358,7 +359,7 @@ def expected_truth(folder):
     return m.group(1).lower() if m else None
 
 
-def born_in(folder):
+def born_in(folder: Any) -> Any:
     """Reads 'born in JAX|Optax' from train.py's docstring (what the four environments established); None when
     absent."""
     with open(os.path.join(folder, "train.py"), encoding="utf-8") as f:
@@ -367,7 +368,7 @@ def born_in(folder):
     return m.group(1) if m else None
 
 
-def discover(corpus):
+def discover(corpus: Any) -> Any:
     names = []
     for name in sorted(os.listdir(corpus)):
         if os.path.isfile(os.path.join(corpus, name, "train.py")):
@@ -375,7 +376,7 @@ def discover(corpus):
     return names
 
 
-def make_hybrid(candidate, package="optax", also=()):
+def make_hybrid(candidate: Any, package: Any = "optax", also: Any = ()) -> Any:
     """Returns a folder to put on PYTHONPATH: it holds a link to the
     candidate's copy of `package` (which must be pure Python), and of each
     of `also` the candidate has (pure-Python requirements of that package)."""
@@ -393,7 +394,16 @@ def make_hybrid(candidate, package="optax", also=()):
     return folder
 
 
-def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=None, old_optax_path=None):
+def evaluate(
+    name: Any,
+    corpus: Any,
+    baseline: Any,
+    candidate: Any,
+    timeout: Any,
+    repeat: Any,
+    hybrid_path: Any = None,
+    old_optax_path: Any = None,
+) -> Any:
     folder = os.path.join(corpus, name)
     row = {"program": name, "expected": expected_truth(folder)}
     with tempfile.TemporaryDirectory(prefix=f"corpus_{name}_") as tmp:
@@ -450,14 +460,14 @@ def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=Non
     return row
 
 
-def _fmt_truth(row):
+def _fmt_truth(row: Any) -> Any:
     text = "same" if row["truth"] == "same" else f"differs: {row['first_difference']}"
     if row["deterministic"] is False:
         text = f"NOT DETERMINISTIC ({row['nondeterminism']}); " + text
     return text
 
 
-def print_table(rows, width=150):
+def print_table(rows: Any, width: Any = 150) -> None:
     attribute = any("born_in" in r for r in rows)
     name_w = max([len("program")] + [len(r["program"]) for r in rows])
     born = f" | {'born in':<9}" if attribute else ""
@@ -489,7 +499,7 @@ def print_table(rows, width=150):
                 print(f"    optax alone on new jax (old vs new optax): {r['optax_alone_new_jax'] or 'the same'}")
 
 
-def main(argv=None):
+def main(argv: Any = None) -> Any:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", required=True, help="python interpreter of the baseline environment")
     parser.add_argument("--candidate", required=True, help="python interpreter of the candidate environment")

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
@@ -63,7 +64,7 @@ def plain_seconds(python: str, folder: Path, timeout: float) -> float:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict:
+def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict[str, Any]:
     """One program's row (see the module docstring)."""
     folder = CORPUS / name
     work = Path(tempfile.mkdtemp(prefix=f"corpus-{name}-"))
@@ -71,7 +72,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
         shutil.copytree(folder, work / "team")
         spec = run_command.RunSpec("python train.py", work / "team", timeout)
         result = recording.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
-        report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
+        report: Any = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
         report = assemble.with_team_run(report, result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -123,7 +124,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     }
 
 
-def _alone(found: dict | None) -> str:
+def _alone(found: dict[str, Any] | None) -> str:
     """The Optax calls run alone on the baseline's inputs, in a few words."""
     if not found:
         return ""
@@ -135,7 +136,7 @@ def _alone(found: dict | None) -> str:
     )
 
 
-def _memory(found: dict | None) -> str:
+def _memory(found: dict[str, Any] | None) -> str:
     """The compiled memory of the program's steps, in a few words."""
     if not found:
         return "; memory: not measured"
@@ -147,7 +148,7 @@ def _memory(found: dict | None) -> str:
     )
 
 
-def main(argv=None) -> int:
+def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", required=True)
     parser.add_argument("--candidate", required=True)

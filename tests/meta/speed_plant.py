@@ -16,6 +16,7 @@ import functools
 import os
 import sys
 import time
+from typing import Any
 
 import jax
 import optax
@@ -34,7 +35,7 @@ def plant(spec: str) -> str:
     original = optax.apply_updates
 
     @functools.wraps(original)
-    def slow_apply_updates(params, updates):
+    def slow_apply_updates(params: Any, updates: Any) -> Any:
         jax.debug.callback(functools.partial(time.sleep, seconds))
         return original(params, updates)
 

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,7 +145,7 @@ def action_env(tmp_path: Path, team: Path, **inputs: str) -> dict[str, str]:
     return env
 
 
-def run_action(tmp_path: Path, team: Path, **inputs: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+def run_action(tmp_path: Path, team: Path, **inputs: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     proc = subprocess.run(
         [sys.executable, "-m", "optax_gate.action", "gate"],
         cwd=team,
@@ -157,7 +158,7 @@ def run_action(tmp_path: Path, team: Path, **inputs: str) -> tuple[subprocess.Co
     return proc, outputs
 
 
-def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contracts(tmp_path):
+def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contracts(tmp_path: Path) -> None:
     team = team_repo(tmp_path)
     proc, outputs = run_action(tmp_path, team)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -186,7 +187,7 @@ def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contr
     assert (Path(outputs["report-folder"]) / "report.json").is_file()  # what the artifact step uploads
 
 
-def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_path):
+def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_path: Path) -> None:
     """A second folder of the team's (given by its absolute path) holds a contract that fails in the baseline."""
     fixed = (
         CONTRACTS["test_scale.py"]
@@ -219,7 +220,9 @@ BROKEN_MODULES = {  # a contract module that does not compile: its bytes, and wh
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", *BROKEN_MODULES])
-def test_a_missing_empty_or_broken_contracts_folder_is_refused_before_anything_is_built(tmp_path, case):
+def test_a_missing_empty_or_broken_contracts_folder_is_refused_before_anything_is_built(
+    tmp_path: Path, case: Any
+) -> None:
     team = team_repo(tmp_path)
     if case != "missing":
         (team / "nothing" / "sub").mkdir(parents=True)
@@ -236,13 +239,15 @@ def test_a_missing_empty_or_broken_contracts_folder_is_refused_before_anything_i
     assert not (tmp_path / "gate-envs").exists() and "running the contracts" not in proc.stderr
 
 
-def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_the_judged_report(tmp_path):
+def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_the_judged_report(
+    tmp_path: Path,
+) -> None:
     """docs/action.md: the ``report`` output, the job summary (and so the comment) show *this* run's report,
     a refusal included; the output folder's ``report.md`` keeps showing the last run that judged both sides."""
     team = team_repo(tmp_path)
     env = action_env(tmp_path, team)
 
-    def action(**inputs):
+    def action(**inputs: Any) -> Any:
         proc = subprocess.run(
             [sys.executable, "-m", "optax_gate.action", "gate"],
             cwd=team,
@@ -272,7 +277,9 @@ def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_t
     assert f"{out / 'report.md'} still shows the run of" in proc.stdout and "(verdict fail)" in proc.stdout
 
 
-def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypatch, capsys):
+def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     for name, value, said in (
@@ -287,7 +294,9 @@ def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("runner_temp", [False, True])
-def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(tmp_path, monkeypatch, runner_temp):
+def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner_temp: Any
+) -> None:
     """docs/action.md: outside GitHub (no ``RUNNER_TEMP``) the report goes to ``optax-gate/`` in the team's
     folder (teams may add it to .gitignore); in the action to ``$RUNNER_TEMP/optax-gate``, outside the workspace."""
     for name in [k for k in os.environ if k.startswith(("INPUT_", "GITHUB_", "RUNNER_"))]:
@@ -321,7 +330,7 @@ def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(tmp_pat
         ({"unchanged": 4, "fixed": 0}, "changed", 0),
     ],
 )
-def test_fail_on_changed_fails_a_pass_with_a_difference(summary, fail_on, status):
+def test_fail_on_changed_fails_a_pass_with_a_difference(summary: Any, fail_on: Any, status: Any) -> None:
     assert action_run.status_of(0, {"verdict": "pass", "summary": summary}, fail_on) == ("pass", status)
     assert action_run.status_of(2, None, fail_on) == ("not-verified", 2)
 
@@ -339,7 +348,7 @@ def _(optax):
 
 
 @pytest.mark.parametrize(("factor", "caught"), [(2, True), (1, False)])
-def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, factor, caught):
+def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path: Path, factor: Any, caught: Any) -> None:
     """``python -m optax_gate.mutants --contracts DIR``: the folder's ``*_mutants.py`` is found and its
     contracts run under each mutant; a mutant that changes nothing is a problem (the check can fail)."""
     team = team_repo(tmp_path, {"test_scale.py": CONTRACTS["test_scale.py"]})
@@ -373,7 +382,7 @@ def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, fact
         )
 
 
-def test_a_pass_without_a_readable_report_is_not_verified(tmp_path):
+def test_a_pass_without_a_readable_report_is_not_verified(tmp_path: Path) -> None:
     team = team_repo(tmp_path)
     env = {
         **action_env(tmp_path, team),
@@ -391,7 +400,9 @@ def test_a_pass_without_a_readable_report_is_not_verified(tmp_path):
     assert "verdict=not-verified\nexit-status=2\nreport=\n" in (tmp_path / "github-output").read_text()
 
 
-def test_the_compilation_cache_key_starts_anew_with_a_new_jaxlib_and_not_for_an_optax_bump(tmp_path, monkeypatch):
+def test_the_compilation_cache_key_starts_anew_with_a_new_jaxlib_and_not_for_an_optax_bump(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 42: the shared JAX compilation cache has its own actions/cache entry, keyed by the jaxlib
     versions (JAX's own key holds them): an Optax-only bump restores the last entry of the baseline's jaxlib."""
     for name in [k for k in os.environ if k.startswith(("INPUT_", "GITHUB_"))]:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ Candidate `lock file requirements-lock.txt` against the baseline `lock file x`: 
 """
 
 
-def setup(tmp_path, status=None):
+def setup(tmp_path: Path, status: Any = None) -> Any:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     state = tmp_path / "gh-state.json"
@@ -82,13 +83,13 @@ def setup(tmp_path, status=None):
     return env, state
 
 
-def comment(env):
+def comment(env: Any) -> Any:
     return subprocess.run(
         [sys.executable, "-m", "optax_gate.action", "comment"], env=env, capture_output=True, text=True, timeout=60
     )
 
 
-def test_one_comment_created_then_updated_in_place(tmp_path):
+def test_one_comment_created_then_updated_in_place(tmp_path: Path) -> None:
     env, state = setup(tmp_path)
     first = comment(env)
     assert first.returncode == 0 and "created on team/repo#42" in first.stdout, first.stdout + first.stderr
@@ -114,7 +115,7 @@ def test_one_comment_created_then_updated_in_place(tmp_path):
     assert methods == ["GET", "POST", "GET", "PATCH"]
 
 
-def test_a_token_without_permission_posts_nothing_and_says_so(tmp_path):
+def test_a_token_without_permission_posts_nothing_and_says_so(tmp_path: Path) -> None:
     env, state = setup(tmp_path, status=403)
     proc = comment(env)
     assert proc.returncode == 0
@@ -123,7 +124,7 @@ def test_a_token_without_permission_posts_nothing_and_says_so(tmp_path):
     assert json.loads(state.read_text())["comments"] == [{"id": 7, "body": "LGTM"}]
 
 
-def test_outside_a_pull_request_nothing_is_posted(tmp_path):
+def test_outside_a_pull_request_nothing_is_posted(tmp_path: Path) -> None:
     env, _state = setup(tmp_path)
     Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps({"schedule": "17 5 * * 1"}))
     proc = comment(env)
@@ -140,7 +141,9 @@ def test_outside_a_pull_request_nothing_is_posted(tmp_path):
         ({}, None),
     ],
 )
-def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_path, given, seen):
+def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(
+    tmp_path: Path, given: Any, seen: Any
+) -> None:
     """``INPUT_TOKEN`` (docs/action.md: the inputs as ``INPUT_*``) is gh's ``GH_TOKEN`` when that is unset or empty."""
     env, _state = setup(tmp_path)
     proc = comment({**env, **given})
@@ -153,7 +156,7 @@ def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_p
         assert proc.stdout.index("no token given") < proc.stdout.index("created on")
 
 
-def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(tmp_path):
+def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(tmp_path: Path) -> None:
     """The findings as report.md writes them (``report_markdown``/``report_surface.finding_line``): their links
     to rows and sections after ``## Versions`` point nowhere in a comment, so they become plain text."""
     contract = report_markdown.finding_line(
@@ -163,7 +166,7 @@ def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(
             "api": "optax.adam",
             "cause": "the first step differs",
             "contracts": ["a", "b", "c"],
-            "tests": [("test_first_step[float32]", 1), ("edge hyperparams", 2)],
+            "tests": [["test_first_step[float32]", 1], ["edge hyperparams", 2]],
         }
     )
     beyond = report_surface.finding_line({"number": 2, "section": "surface", "api": "optax.foo", "cause": "removed"})

@@ -11,7 +11,7 @@ import optax
 from tests.meta import api_reach
 
 
-def test_the_api_reach_page_is_current_for_the_baseline():
+def test_the_api_reach_page_is_current_for_the_baseline() -> None:
     version, groups, reach = api_reach.collect(sys.executable)
     page = (api_reach.ROOT / "docs" / "api-reach.md").read_text()
     assert f"| API | optax {version} |" in page, f"docs/api-reach.md's first column is not optax {optax.__version__}"

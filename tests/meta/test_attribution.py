@@ -8,6 +8,8 @@ The expected verdicts were worked out by hand from the team file below."""
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +47,7 @@ SIGNATURES = {
 REACHED = {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}, "optax.adam": {"optax.scale_by_adam"}}
 
 
-def _record(contracts):
+def _record(contracts: Any) -> Any:
     return {
         "label": "x",
         "status": "ran",
@@ -58,7 +60,7 @@ def _record(contracts):
     }
 
 
-def _report(tmp_path, team_text=TEAM):
+def _report(tmp_path: Path, team_text: Any = TEAM) -> Any:
     base = _record(
         {
             "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "passed", ""),
@@ -97,7 +99,7 @@ def _report(tmp_path, team_text=TEAM):
     team.mkdir(exist_ok=True)
     (team / "train.py").write_text(team_text)
     scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
-    report = compare.compare(base, cand)
+    report: Any = compare.compare(base, cand)
     from optax_gate.gate.team_code import call_sites
 
     report = call_sites.annotated(report, scan)
@@ -105,11 +107,11 @@ def _report(tmp_path, team_text=TEAM):
     return report, scan
 
 
-def _by_api(report):
+def _by_api(report: Any) -> Any:
     return {f["api"]: f for f in report["findings"]}
 
 
-def test_a_finding_carries_the_configuration_of_its_cases(tmp_path):
+def test_a_finding_carries_the_configuration_of_its_cases(tmp_path: Path) -> None:
     found = _by_api(_report(tmp_path)[0])
     assert found["optax.adamw"]["configuration"] == {"keywords": {"weight_decay": "0"}}
     assert found["optax.scale_by_adam"]["configuration"] == {"dtypes": ["bfloat16"], "leaves": ["[0].mu['r1']"]}
@@ -119,7 +121,7 @@ def test_a_finding_carries_the_configuration_of_its_cases(tmp_path):
     }
 
 
-def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path):
+def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path: Path) -> None:
     found = _by_api(_report(tmp_path)[0])
     edge = {w: a["verdict"] for w, a in found["optax.adamw"]["your_code_attribution"].items()}
     # 0.1 is not 0; 0.0 is; a variable is known at run time; the default 1e-4 is not 0
@@ -151,13 +153,13 @@ def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path):
     assert "catches AssertionError nowhere" in loss["train.py:10"]["why"]
 
 
-def test_a_team_that_catches_the_old_exception_cannot_be_told(tmp_path):
+def test_a_team_that_catches_the_old_exception_cannot_be_told(tmp_path: Path) -> None:
     found = _by_api(_report(tmp_path, CATCHING)[0])
     (a,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
     assert a["verdict"] == "cannot-tell" and "train.py:6" in a["why"]
 
 
-def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path):
+def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path: Path) -> None:
     report, _scan = _report(tmp_path)
     scope.scope_findings(report, scope.usage_decision(unread=False))
     report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
@@ -177,14 +179,14 @@ def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path):
     assert "`train.py:4` calls this API: not affected (passes weight_decay=0.1" in text
 
 
-def test_the_scanner_keeps_arguments_as_source_text_and_except_clauses(tmp_path):
+def test_the_scanner_keeps_arguments_as_source_text_and_except_clauses(tmp_path: Path) -> None:
     scan = _report(tmp_path, CATCHING)[1]
     (call,) = [u for u in scan.uses if u.how == "call"]
     assert call.arguments == (("0", "x"), ("1", "y"))
     assert [(u.where, u.path) for u in scan.uses if u.how == "catch"] == [("train.py:6", "AssertionError")]
 
 
-def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
+def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from() -> None:
     pytest.importorskip("optax")
     proc = subprocess.run(
         [sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300
@@ -200,7 +202,7 @@ def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
     assert "optax.adamw" not in reached["optax.adamw"]  # itself (and its aliases) left out
 
 
-def _row(detail):
+def _row(detail: Any) -> Any:
     return {
         "id": "tests/contracts/test_x.py::test_y",
         "api": "optax.huber_loss",
@@ -212,7 +214,7 @@ def _row(detail):
     }
 
 
-def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another():
+def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another() -> None:
     """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
     exception type changed: that finding says not affected and names the other cause."""
     use = usage.Use(
@@ -230,7 +232,7 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
     )["signature"]
 
 
-def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_breaks():
+def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_breaks() -> None:
     """A line that breaks first for another finding's cause, as huber_loss(pred, y, 1.0) does (API
     surface: breaks: delta is keyword-only), is "cannot tell" under another finding on the API (for
     example "at corner int_inputs the outcome differs", huber_loss among 17 losses), naming the other
@@ -248,7 +250,7 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
     ), why
 
 
-def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
+def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path: Path) -> None:
     """A call whose arguments run over several lines is one call, never also an attribute use of
     its function (the scanner sees the call before its own ``func``), as in nanodo's
     optimizer.py:176."""
@@ -282,7 +284,7 @@ PASSES = {
 }
 
 
-def _decay_report(tmp_path, configuration=None, passes=PASSES):
+def _decay_report(tmp_path: Path, configuration: Any = None, passes: Any = PASSES) -> Any:
     """A finding on ``optax.add_decayed_weights`` (the part adamw is built from): an edge snapshot about
     ``weight_decay=0``, or a hand-written contract whose configuration marker says what it fixes."""
     cid = "test_decay.py::test_scheduled" if configuration else "test_decay.py::test_edge[optax.add_decayed_weights]"
@@ -300,7 +302,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     team.mkdir(exist_ok=True)
     (team / "train.py").write_text(TEAM)
     scan = usage.scan([team], base=team)
-    report = compare.compare(base, cand)
+    report: Any = compare.compare(base, cand)
     from optax_gate.gate.team_code import call_sites
 
     report = call_sites.annotated(report, scan)
@@ -309,7 +311,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     return {w: a["verdict"] for w, a in finding["your_code_attribution"].items() if "adamw" in a["calls"]}, finding
 
 
-def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp_path):
+def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp_path: Path) -> None:
     """adamw hands weight_decay to add_decayed_weights unchanged (the probe's "passes"): a finding about the
     part's weight_decay=0 is judged by the adamw line's own literal; without that knowledge it cannot be told."""
     verdicts, _ = _decay_report(tmp_path)
@@ -323,7 +325,7 @@ def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp
     assert set(blind.values()) == {"cannot-tell"}, blind
 
 
-def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_finding_needs(tmp_path):
+def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_finding_needs(tmp_path: Path) -> None:
     """Issue 39: an edge snapshot is about weight_decay=0 *and* a NaN or inf parameter: a literal 0.0
     meets the first, the run decides the second. (Building with the value raising is the keyword's alone.)"""
     rows = [
@@ -347,7 +349,7 @@ def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_findin
     ), why
 
 
-def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_path):
+def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_path: Path) -> None:
     """The scheduled weight decay contract (test_add_decayed_weights_mask.py) declares
     configuration(weight_decay="a schedule"): a literal 0.1, 0.0 or the default 1e-4 is not a schedule;
     a variable may hold one."""
@@ -366,7 +368,7 @@ def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_
     }, verdicts
 
 
-def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
+def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged() -> None:
     pytest.importorskip("optax")
     proc = subprocess.run(
         [sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300
@@ -378,7 +380,7 @@ def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
     assert "b1" not in passes.get("optax.sgd", {})  # only arguments the constructor takes
 
 
-def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
+def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path: Path) -> None:
     """A training recipe's finding says what it needs of the run (``call_sites.RECIPE_CONDITIONS``), for
     example a None gradient leaf where the params hold an array for Adam's None-gradient change, so that a
     team reading "cannot tell without --run" knows what to look for in its code."""
@@ -404,7 +406,7 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     assert set(call_sites.RECIPE_CONDITIONS) <= set(call_sites.RECIPE_APIS)  # every condition is a recipe's
 
 
-def test_a_derivative_corner_needs_a_derivative_with_respect_to_that_argument():
+def test_a_derivative_corner_needs_a_derivative_with_respect_to_that_argument() -> None:
     """A finding about a derivative with respect to one argument (sigmoid_focal_loss's gradient with respect to
     ``labels`` turning non-finite, 0.2.8 -> main) needs that derivative of the team's call: the line names the
     argument and what decides it, never "not in its contracts' labels"."""

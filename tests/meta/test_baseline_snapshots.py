@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def test_value(data_regression):
 
 
 @pytest.fixture
-def project(tmp_path):
+def project(tmp_path: Path) -> Any:
     pytest.importorskip("pytest_regressions")
     contracts = tmp_path / "proj" / "tests" / "contracts"
     (contracts / "test_snap").mkdir(parents=True)
@@ -44,7 +45,7 @@ def project(tmp_path):
     return tmp_path / "proj"
 
 
-def _pytest(project, value, snapshots=None, record=False):
+def _pytest(project: Any, value: Any, snapshots: Any = None, record: Any = False) -> Any:
     env = {k: v for k, v in os.environ.items() if k not in (baseline_snapshots.SNAPSHOT_DIR, baseline_snapshots.RECORD)}
     env["VALUE"], env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = str(value), "1"
     if snapshots:
@@ -73,7 +74,7 @@ def _pytest(project, value, snapshots=None, record=False):
     )
 
 
-def test_the_baseline_records_its_snapshots_and_the_candidate_compares_with_them(project, tmp_path):
+def test_the_baseline_records_its_snapshots_and_the_candidate_compares_with_them(project: Any, tmp_path: Path) -> None:
     snapshots = tmp_path / "run" / "evidence" / baseline_snapshots.FOLDER
     committed = project / "tests" / "contracts" / "test_snap" / "test_value.yml"
     # the team's baseline computes 1: recorded into the run's folder, passes; the committed file is not written
@@ -89,11 +90,11 @@ def test_the_baseline_records_its_snapshots_and_the_candidate_compares_with_them
     assert _pytest(project, 0).returncode == 0
 
 
-def _side(label, tmp_path, record=None):
+def _side(label: Any, tmp_path: Path, record: Any = None) -> Any:
     return Side(label, tmp_path, tmp_path / "ck", {}, jax_env={"JAX": "1"}, record=record, cache_inputs={"k": 1})
 
 
-def test_arrange_leaves_the_pinned_baseline_alone_and_sets_up_another(tmp_path):
+def test_arrange_leaves_the_pinned_baseline_alone_and_sets_up_another(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     (root / "requirements-lock.txt").write_text("optax==0.2.6 \\\n    --hash=sha256:aa\n")
@@ -101,7 +102,7 @@ def test_arrange_leaves_the_pinned_baseline_alone_and_sets_up_another(tmp_path):
     same.write_text("# a comment\noptax==0.2.6 \\\n    --hash=sha256:aa\n")  # the same pins, other comments
     team = tmp_path / "team.txt"
     team.write_text("optax==0.2.8 \\\n    --hash=sha256:bb\n")
-    said = []
+    said: list[str] = []
     env = EnvironmentOptions(project_root=root, baseline_lock=same, python="python", envs_dir=tmp_path / "envs")
     base, cand = _side("baseline", tmp_path), _side("candidate", tmp_path)
     assert baseline_snapshots.arrange(base, cand, env, tmp_path / "ev", said.append) is None

@@ -3,6 +3,8 @@
 
 import json
 import warnings
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +20,7 @@ from tests.meta.support.records import record
 from tests.meta.support.schema_and_locks import NEW_LOCK, OLD_LOCK, SCHEMA
 
 
-def test_lock_diff_names_removed_moved_added_and_who_pulled_a_package_in():
+def test_lock_diff_names_removed_moved_added_and_who_pulled_a_package_in() -> None:
     rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK)}
     assert set(rows) == {"chex", "jax", "numpy", "ml-dtypes"}
     assert (rows["chex"]["change"], rows["chex"]["via"], rows["chex"]["breaks"]) == ("removed", ["optax"], False)
@@ -28,7 +30,7 @@ def test_lock_diff_names_removed_moved_added_and_who_pulled_a_package_in():
     assert rows["jax"]["via"] == ["requested"]  # "-r requirements.in": a direct requirement
 
 
-def test_a_removed_package_the_team_imports_is_broken(tmp_path):
+def test_a_removed_package_the_team_imports_is_broken(tmp_path: Path) -> None:
     info = tmp_path / "chex-0.1.92.dist-info"
     info.mkdir()
     (info / "top_level.txt").write_text("chex\n")
@@ -39,7 +41,7 @@ def test_a_removed_package_the_team_imports_is_broken(tmp_path):
     ]
 
 
-def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
+def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path: Path) -> None:
     """A removed package that the team's project declares is not broken: the team's own requirements install
     it, and the finding names the declaration (for example nanodo imports chex in its tests and declares it in
     ``[project.optional-dependencies] test``). The declaration is found from a --usage subfolder too, up to
@@ -85,7 +87,7 @@ def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
     assert rows["chex"]["breaks"]
 
 
-def test_requires_python_and_wheel_tags_come_from_dist_info(tmp_path):
+def test_requires_python_and_wheel_tags_come_from_dist_info(tmp_path: Path) -> None:
     info = tmp_path / "jaxlib-0.12.0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(
@@ -97,11 +99,13 @@ def test_requires_python_and_wheel_tags_come_from_dist_info(tmp_path):
     assert dependencies.requires_python(None) == {} and dependencies.wheel_tags(tmp_path / "absent") == []
 
 
-def _warning(message, category=DeprecationWarning, filename="/x/site-packages/optax/_src/alias.py"):
+def _warning(
+    message: Any, category: Any = DeprecationWarning, filename: Any = "/x/site-packages/optax/_src/alias.py"
+) -> Any:
     return warnings.WarningMessage(message, category, filename, 7)
 
 
-def test_warning_records_name_category_message_and_module():
+def test_warning_records_name_category_message_and_module() -> None:
     r = probe.warning_record(_warning(DeprecationWarning("optax.foo is deprecated at 0xdeadbeef")))
     assert r == {
         "category": "DeprecationWarning",
@@ -111,7 +115,7 @@ def test_warning_records_name_category_message_and_module():
     }
 
 
-def test_plugin_writes_every_recorded_warning_when_asked(tmp_path, monkeypatch):
+def test_plugin_writes_every_recorded_warning_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from optax_gate import pytest_plugin
 
     target = tmp_path / "w.json"
@@ -133,14 +137,14 @@ def test_plugin_writes_every_recorded_warning_when_asked(tmp_path, monkeypatch):
     ]
 
 
-def _warnings(*messages, when="runtest", nodeid="c1"):
+def _warnings(*messages: Any, when: Any = "runtest", nodeid: Any = "c1") -> Any:
     return [
         {"nodeid": nodeid, "when": when, "category": cat, "message": m, "module": "optax._src.alias", "lineno": 1}
         for cat, m in messages
     ]
 
 
-def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted():
+def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted() -> None:
     base = warnings_diff.fold([], _warnings(("UserWarning", "old")))
     cand = warnings_diff.fold(
         [{"category": "DeprecationWarning", "message": "import-time", "module": "jax"}],
@@ -161,7 +165,7 @@ def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted
     assert strict == {"also new": "changed", "new": "broken", "import-time": "broken", "old": "noted"}
 
 
-def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
+def test_a_warning_raised_from_another_module_is_one_moved_row_noted() -> None:
     """A warning that optax raises from another module is one ``moved`` row, noted (not a new
     deprecation even under the switch), naming both modules, and report.md shows the move: for example
     noisy_sgd's "Specifying a key will be required", new from ``optax.transforms._adding`` and gone from
@@ -183,7 +187,7 @@ def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
     assert "`optax._src.alias` → `optax.transforms._adding`" in text
 
 
-def test_a_warning_attributed_to_its_callers_is_one_row_whichever_contract_called():
+def test_a_warning_attributed_to_its_callers_is_one_row_whichever_contract_called() -> None:
     """A deprecation raised with a ``stacklevel`` past optax names the caller's module: the kit's modules
     and the contract modules that called the API are one row, its module the caller in words."""
     from optax_gate.gate.report import surface_section
@@ -211,7 +215,7 @@ def test_a_warning_attributed_to_its_callers_is_one_row_whichever_contract_calle
     assert f"| {warnings_diff.CALLER} |" in text and "| `optax.losses._x` |" in text
 
 
-def sample_report(tmp_path, candidate_ran=True):
+def sample_report(tmp_path: Path, candidate_ran: Any = True) -> Any:
     (tmp_path / "old.txt").write_text(OLD_LOCK)
     (tmp_path / "new.txt").write_text(NEW_LOCK)
     base = record(golden_a="passed")
@@ -239,7 +243,7 @@ def sample_report(tmp_path, candidate_ran=True):
 
 
 @pytest.mark.parametrize("candidate_ran", [True, False])
-def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
+def test_reports_validate_against_the_json_schema(tmp_path: Path, candidate_ran: Any) -> None:
     jsonschema = pytest.importorskip(
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
     )
@@ -254,7 +258,7 @@ def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
         jsonschema.validate(broken, schema)
 
 
-def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_sections(tmp_path):
+def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_sections(tmp_path: Path) -> None:
     report = sample_report(tmp_path)
     assert report["schema"] == 3 and report["verdict"] == "fail"
     assert report["reasons"] == ["beyond the contracts: 1 warning row broken"]
@@ -273,14 +277,14 @@ def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_se
     assert "warnings" not in report["baseline"]
 
 
-def test_not_verified_stays_not_verified(tmp_path):
+def test_not_verified_stays_not_verified(tmp_path: Path) -> None:
     report = sample_report(tmp_path, candidate_ran=False)
     assert report["verdict"] == "not-verified"
     assert report["warnings"]["reason"].startswith("contracts did not run in both environments")
     assert report["dependencies"]["status"] == "compared"
 
 
-def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
+def test_broken_surface_rows_of_one_kind_are_one_finding_across_names() -> None:
     """Issue 17 item 6 (one cause, one finding): without --usage every removal
     or incompatibility of a contracted API is broken, and with the generated
     surface contracts every public API is contracted; six names removed with
@@ -323,7 +327,7 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     assert '<span class="change broken">broken</span> 1. API surface 6 names: removed' in page, page
 
 
-def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
+def test_a_merged_surface_finding_names_as_many_as_a_contract_finding() -> None:
     """One rule for "list of APIs" in a finding's line (``plain_text.named_list``):
     the merged API-surface finding and the contract finding across APIs both
     name ``plain_text.NAMED`` and say how many more."""
@@ -338,7 +342,7 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     assert findings.subject(paths).endswith(listed + ")")
 
 
-def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
+def test_the_broken_counts_beyond_the_contracts_are_said_in_words() -> None:
     """Each section's count beyond the contracts is said with its own noun, singular or plural as the
     count is, never as "1 dependencies finding(s) broken"."""
     from optax_gate.gate.judge.verdict import broken_words
@@ -351,7 +355,7 @@ def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
     )
 
 
-def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(tmp_path):
+def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(tmp_path: Path) -> None:
     """big_vision keeps big_vision/requirements.txt in its package, below the repository's root that
     --usage names; it declares distrax (which brings chex): read, so chex reads cannot tell, not broken."""
     from optax_gate.gate.inputs import declared
@@ -365,7 +369,7 @@ def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(
     }
 
 
-def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_warn():
+def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_warn() -> None:
     """0.2.8 deprecates `optax.global_norm` and `optax.second_order` (removed in 0.2.9): a team reading the
     findings learns it there, not only in the folded Warnings table. One changed finding, each warning's
     words once; under --fail-on-new-deprecations they are broken findings of their own instead."""

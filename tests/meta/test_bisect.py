@@ -16,6 +16,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_value_below_two():
 """
 
 
-def tiny_history(path: Path, change_at: int, broken_at: int, version: str = "0.1.0") -> list[str]:
+def tiny_history(path: Path, change_at: int, broken_at: int | None, version: str = "0.1.0") -> list[str]:
     """Commits 0..6 (0 tagged v0.1.0, 6 tagged v0.2.0), each building the tiny optax
     ``version``: ``change_at`` sets VALUE = 2 (subject with PR #42), ``broken_at``
     has an unparsable pyproject.toml (the next commit mends it). Returns the SHAs."""
@@ -83,7 +84,7 @@ def tiny_history(path: Path, change_at: int, broken_at: int, version: str = "0.1
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("project")
     (root / "tests" / "contracts").mkdir(parents=True)
     (root / "tests" / "contracts" / "test_tiny.py").write_text(CONTRACTS)
@@ -93,15 +94,15 @@ def project(tmp_path_factory) -> Path:
 class Counting:
     """``source_build.build_wheel`` counting its calls per commit."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.calls: dict[str, int] = {}
 
-    def __call__(self, repo, ref, cache_dir, timeout):
+    def __call__(self, repo: Any, ref: Any, cache_dir: Any, timeout: Any) -> Any:
         self.calls[ref] = self.calls.get(ref, 0) + 1
         return source_build.build_wheel(repo, ref, cache_dir, timeout)
 
 
-def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
+def record(label: str, version: str, outcomes: dict[str, str]) -> dict[str, Any]:
     # two APIs: two findings (one API's findings are one finding since causes.merge, issue 25)
     contracts = {
         cid: {
@@ -123,32 +124,32 @@ def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
     }
 
 
-def _env(project):
+def _env(project: Any) -> Any:
     """The environment options a Prober reads (its project root)."""
     return EnvironmentOptions(
         project_root=project, baseline_lock=project / "requirements-lock.txt", python=sys.executable, envs_dir=project
     )
 
 
-def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> dict:
+def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> Any:
     return compare.compare(record("baseline", "0.1.0", baseline), record("candidate", "0.2.0", candidate))
 
 
 @pytest.fixture(scope="module")
-def found(tmp_path_factory, project):
+def found(tmp_path_factory: pytest.TempPathFactory, project: Any) -> Any:
     """The search on a history whose commit 5 changes the value and commit 3
     does not build: two findings (two contracts whose outcomes change at the
     same commit), run twice over one cache."""
     tmp = tmp_path_factory.mktemp("found")
     shas = tiny_history(tmp / "repo", change_at=5, broken_at=3)
     builds = Counting()
-    report = report_of({CONTRACT: "passed", OTHER: "passed"}, {CONTRACT: "failed", OTHER: "failed"})
+    report: Any = report_of({CONTRACT: "passed", OTHER: "passed"}, {CONTRACT: "failed", OTHER: "failed"})
     assert [f["contracts"] for f in report["findings"]] in (
         [[CONTRACT], [OTHER]],
         [[OTHER], [CONTRACT]],
     )  # two findings
 
-    def make(package, repo):
+    def make(package: Any, repo: Any) -> Any:
         return Prober(
             package,
             repo,
@@ -159,13 +160,13 @@ def found(tmp_path_factory, project):
         )
 
     summary = bisect_flow.attach(report, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
-    again = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    again: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bisect_flow.attach(again, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
     return shas, report, summary, builds, again, tmp
 
 
 @needs_uv
-def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
+def test_the_search_names_the_commit_that_changed_the_pinned_value(found: Any) -> None:
     shas, report, summary, _, _, _ = found
     for finding in report["findings"]:
         (entry,) = finding["bisect"]
@@ -190,7 +191,7 @@ def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
 
 
 @needs_uv
-def test_each_commit_is_built_once_across_findings_and_runs(found):
+def test_each_commit_is_built_once_across_findings_and_runs(found: Any) -> None:
     shas, _, _summary, builds, again, tmp = found
     assert builds.calls, "nothing was built"
     # two findings, two bisections over one cache: each commit built once; a failed build is tried again
@@ -203,9 +204,9 @@ def test_each_commit_is_built_once_across_findings_and_runs(found):
 
 
 @needs_uv
-def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, project):
+def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path: Path, project: Any) -> None:
     shas = tiny_history(tmp_path / "repo", change_at=3, broken_at=2)
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bisect_flow.attach(
         report,
         lambda package, repo: Prober(
@@ -230,7 +231,7 @@ why = "the tiny optax 0.2.0 moved VALUE to 2"
 
 
 @needs_uv
-def test_a_commits_contracts_are_judged_against_the_gates_baseline_not_the_commits_own_version(tmp_path):
+def test_a_commits_contracts_are_judged_against_the_gates_baseline_not_the_commits_own_version(tmp_path: Path) -> None:
     """Every commit builds the tiny optax 0.2.0.dev0, which a ledger entry of the project holds
     (``>=0.2.0.dev0``); the gate's baseline ran optax 0.1.0, outside it. The probe passes the
     report's baseline version (``$OPTAX_GATE_BASELINE_OPTAX``), so the ledger stays silent
@@ -242,7 +243,7 @@ def test_a_commits_contracts_are_judged_against_the_gates_baseline_not_the_commi
     (root / "tests" / "contracts" / "test_tiny.py").write_text(CONTRACTS)
     (root / "tests" / "contracts" / "moved_behaviour.toml").write_text(LEDGER_IN_RANGE)
     shas = tiny_history(tmp_path / "repo", change_at=5, broken_at=9, version="0.2.0.dev0")
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     assert bisect_command.baseline_optax(report) == "0.1.0"
     run = tmp_path / "run"
     bisect_flow.write(report, run)
@@ -256,7 +257,7 @@ def test_a_commits_contracts_are_judged_against_the_gates_baseline_not_the_commi
     assert entry["commits"][0]["sha"] == shas[5]
 
 
-def test_a_probe_passes_the_baseline_optax_to_its_contract_runs(tmp_path):
+def test_a_probe_passes_the_baseline_optax_to_its_contract_runs(tmp_path: Path) -> None:
     """The version given (the report's baseline), else the baseline lock's; never the commit's own."""
     lock = tmp_path / "lock.txt"
     lock.write_text("optax==0.2.6 \\\n    --hash=sha256:aa\n")
@@ -269,7 +270,9 @@ def test_a_probe_passes_the_baseline_optax_to_its_contract_runs(tmp_path):
 
 
 @needs_uv
-def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(tmp_path, project):
+def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(
+    tmp_path: Path, project: Any
+) -> None:
     tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
     prober = Prober(
         "optax",
@@ -286,8 +289,8 @@ def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_pac
         prober.check_import(paths)
 
 
-def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reason(tmp_path):
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reason(tmp_path: Path) -> None:
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     verdict = report["verdict"]
     missing = (tmp_path / "nothere.git").as_uri()
     bisect_flow.attach(
@@ -302,13 +305,15 @@ def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reaso
     assert "   - not bisected (optax): " in report_markdown.render(report)
 
 
-def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, monkeypatch):
+def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = tmp_path / "run"
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bisect_flow.write(report, run)
     before = json.loads((run / "report.json").read_text())
 
-    def interrupted(sha, contracts):
+    def interrupted(sha: Any, contracts: Any) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(
@@ -333,7 +338,12 @@ def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, 
 # The search alone, with probes that need no build: the ends, the other outcomes, shared probes.
 
 
-def _probe(change: int, unusable: set[int] = frozenset(), other: set[int] = frozenset(), calls: list | None = None):
+def _probe(
+    change: int,
+    unusable: set[int] | frozenset[int] = frozenset(),
+    other: set[int] | frozenset[int] = frozenset(),
+    calls: list[Any] | None = None,
+) -> Any:
     def probe(sha: str, contracts: list[str]) -> dict[str, str]:
         i = int(sha)
         if calls is not None:
@@ -346,7 +356,7 @@ def _probe(change: int, unusable: set[int] = frozenset(), other: set[int] = froz
     return probe
 
 
-def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named():
+def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named() -> None:
     commits = [str(i) for i in range(10)]
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
     (answer,) = search(commits, [target], _probe(change=0), ends=("v1", "v2")).values()
@@ -360,11 +370,11 @@ def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named():
     assert answer.status == "not-bisected" and "cannot be tested: cannot be built" in answer.reason
 
 
-def test_searches_share_each_commit_and_outcomes_of_neither_side_are_skipped():
+def test_searches_share_each_commit_and_outcomes_of_neither_side_are_skipped() -> None:
     commits = [str(i) for i in range(40)]
     a = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
     b = Target.of([{"id": "b", "baseline": "passed", "candidate": "failed"}])
-    calls: list = []
+    calls: list[Any] = []
     answers = search(commits, [a, b, a], _probe(change=17, other={16}, calls=calls))
     assert answers[a].status == answers[b].status == "range" and answers[a].commits == answers[b].commits == [
         "16",
@@ -378,7 +388,7 @@ def test_searches_share_each_commit_and_outcomes_of_neither_side_are_skipped():
 
 
 @pytest.mark.parametrize("change", [1, 2, 13, 38, 39])
-def test_the_search_finds_every_position(change):
+def test_the_search_finds_every_position(change: Any) -> None:
     commits = [str(i) for i in range(40)]
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
     (answer,) = search(
@@ -388,7 +398,7 @@ def test_the_search_finds_every_position(change):
 
 
 @needs_uv
-def test_release_tags_and_first_parent_commits_of_a_real_repository(tmp_path):
+def test_release_tags_and_first_parent_commits_of_a_real_repository(tmp_path: Path) -> None:
     shas = tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
     repo = tmp_path / "repo"
     assert release_commit(repo, "0.1.0") == ("v0.1.0", shas[0])
@@ -405,9 +415,9 @@ def test_release_tags_and_first_parent_commits_of_a_real_repository(tmp_path):
 
 
 @needs_uv
-def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(tmp_path, project):
+def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(tmp_path: Path, project: Any) -> None:
     shas = tiny_history(tmp_path / "repo", change_at=2, broken_at=9)
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     report["candidate"]["sources"] = [
         {
             "package": "optax",
@@ -435,13 +445,13 @@ def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(t
 
 
 @pytest.mark.parametrize(("change", "status", "most"), [(115, "found", 14), (40, "range", 82)])
-def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(change, status, most):
+def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(change: Any, status: Any, most: Any) -> None:
     """optax's history between v0.2.6 and v0.2.8 has dozens of commits in a row that set a jax option
     jax 0.12 lacks. A change outside such a block is found without testing the block commit by commit;
     one inside it gets the block as its range (every commit of it tried: none can be told apart)."""
     commits = [str(i) for i in range(130)]
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
-    calls: list = []
+    calls: list[Any] = []
     (answer,) = search(commits, [target], _probe(change=change, unusable=set(range(30, 100)), calls=calls)).values()
     assert answer.status == status and answer.commits == (
         [str(change)] if status == "found" else [str(i) for i in range(30, 101)]
@@ -449,16 +459,18 @@ def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(chang
     assert len(calls) <= most, f"{len(calls)} commits tested: {[i for i, _ in calls]}"
 
 
-def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp_path, monkeypatch, capsys):
+def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``gate --bisect``: the run's complete report is bisected in place; SIGTERM during the bisection
     (the cli's ``Interrupted``) ends the bisection only, the report saying so, the gate's status untouched."""
     from optax_gate.gate.cli import Interrupted
 
     run = tmp_path / "run"
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bisect_flow.write(report, run)
 
-    def stopped(sha, contracts):
+    def stopped(sha: Any, contracts: Any) -> None:
         raise Interrupted("SIGTERM")
 
     monkeypatch.setattr(
@@ -489,7 +501,7 @@ bisect_command.after_gate = _after
 
 
 @pytest.mark.parametrize("extra", [(), ("--bisect",), ("--bisect", "--bisect-env", "baseline")])
-def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, extra):
+def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path: Path, extra: Any) -> None:
     """The wiring in the gate's flow, with the fake environments of ``test_cli``: ``--bisect`` starts the
     bisection after the run is complete (its report written and linked), with the chosen side's interpreter."""
     from tests.meta.support.late_phases import run_gate
@@ -505,10 +517,10 @@ def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, ex
     assert Path(python).name == "fake-python" or "fake-python" in python
 
 
-def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
+def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped() -> None:
     from optax_gate.gate.report import bisect_section as report_bisect
 
-    commits = [
+    commits: Any = [
         {
             "sha": f"{i + 1:x}" * 40,
             "short": f"{i:08x}",
@@ -520,7 +532,7 @@ def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
         }
         for i in range(7)
     ]
-    entry = {
+    entry: Any = {
         "package": "optax",
         "status": "range",
         "reason": "",
@@ -542,7 +554,9 @@ def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
 
 
 @needs_uv
-def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_still_are(tmp_path, project):
+def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_still_are(
+    tmp_path: Path, project: Any
+) -> None:
     # a team contract (gate --contracts) lives outside the project: re-running its id per commit would fail
     # for every commit and turn the whole search into "cannot be tested"; it is named as not bisected instead
     shas = tiny_history(tmp_path / "repo", change_at=4, broken_at=None)
@@ -555,11 +569,11 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
     probed: list[list[str]] = []
 
     class Recording(Prober):
-        def __call__(self, sha, contracts):
+        def __call__(self, sha: Any, contracts: Any) -> Any:
             probed.append(list(contracts))
             return super().__call__(sha, contracts)
 
-    def make(package, repo):
+    def make(package: Any, repo: Any) -> Any:
         return Recording(
             package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)
         )
@@ -573,9 +587,9 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
     assert probed and all("contracts/test_sgd.py::test_step" not in ids for ids in probed)
 
 
-def test_a_second_bisection_replaces_the_first_answers(tmp_path):
+def test_a_second_bisection_replaces_the_first_answers(tmp_path: Path) -> None:
     # a rerun of the bisect session replaces the 'changed by' lines, never appends a second set
-    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     for missing in ("nothere.git", "gone.git"):
         bisect_flow.attach(
             report,
@@ -588,7 +602,7 @@ def test_a_second_bisection_replaces_the_first_answers(tmp_path):
     assert report_markdown.render(report).count("not bisected (optax)") == 1
 
 
-def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anything_runs(tmp_path):
+def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anything_runs(tmp_path: Path) -> None:
     from optax_gate.gate.bisect.history import parse_histories
 
     with pytest.raises(ValueError, match="unknown package 'optx': did you mean optax"):
@@ -603,12 +617,14 @@ def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anyt
     assert parse_histories(["flax=https://example.org/flax"]) == {"flax": "https://example.org/flax"}  # tried when run
 
 
-def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_did_not_verify(tmp_path, capsys):
+def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_did_not_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # 'bisect' on an output folder whose newest run was refused bisects the newest judged run
     out = tmp_path / "out"
     good, refused = out / "runs" / "20261201T070000Z-a", out / "runs" / "20261201T080000Z-b"
     bisect_flow.write(report_of({CONTRACT: "passed"}, {CONTRACT: "failed"}), good)
-    bad = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bad: Any = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bad["candidate"] = {**bad["candidate"], "status": "not-run"}
     bad["reasons"] = ["candidate not verified: invalid input"]
     bisect_flow.write(bad, refused)
@@ -635,7 +651,7 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
     assert f"{good / 'candidate-lock.txt'} does not exist" in said.err
 
 
-def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
+def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path: Path) -> None:
     from tests.meta.support.gate_cli import gate_cli
 
     status, _, stderr, seconds = gate_cli(
@@ -644,7 +660,7 @@ def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
     assert status == 2 and "not a git repository" in stderr and seconds < 15, (status, stderr[-500:], seconds)
 
 
-def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
+def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path: Path) -> None:
     # a range over a block of commits that cannot be imported names, besides its two ends, the commits touching the
     # source of the finding's APIs as the ones to read first ('Remove monte_carlo folder' inside the block)
     repo = tmp_path / "repo"
@@ -682,14 +698,14 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     assert [c["sha"] for c in entry["suspects"]] == [shas[2]] and entry["source_files"] == files
     from optax_gate.gate.report import bisect_section as report_bisect
 
-    line = report_bisect.words(entry)
+    line = report_bisect.words(dict(entry))
     assert line.startswith(
         f"changed by optax one of 3 commits, most likely the 1 touching the APIs' source (optax/_losses.py): "
         f"{shas[2][:7]} Keyword-only delta (#7, {entry['suspects'][0]['date'][:10]}); the range runs: "
     ), line
 
 
-def test_gate_refuses_a_history_without_bisect(tmp_path):
+def test_gate_refuses_a_history_without_bisect(tmp_path: Path) -> None:
     """``--history optax=/nonexistent`` without ``--bisect`` is refused (exit 2) before the gate
     starts (``--run-dir`` without ``--run`` is refused the same way)."""
     from tests.meta.support.gate_cli import gate_cli
@@ -704,7 +720,7 @@ def test_gate_refuses_a_history_without_bisect(tmp_path):
     )
 
 
-def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path, capsys):
+def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``bisect /no/such/folder`` said only "no report.json there"."""
     env = EnvironmentOptions(
         project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
@@ -714,7 +730,9 @@ def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path, capsys):
     assert f"cannot bisect {tmp_path / 'nothere'}: it does not exist" in capsys.readouterr().err
 
 
-def test_the_bisect_command_says_an_interrupted_run_did_not_finish(tmp_path, capsys):
+def test_the_bisect_command_says_an_interrupted_run_did_not_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``bisect RUN`` on the folder of an interrupted gate (marked INCOMPLETE, no report) says
     that run did not finish, never "no report.json there (name ... a run folder)": it is a run
     folder."""

@@ -4,6 +4,7 @@ included, and those that touch the team's code come first. The expected
 ``file:line`` values were read by hand off ``tests/meta/fake_team``."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,11 +32,11 @@ TEAM = Path(__file__).parent / "fake_team"
         ("resume:across-devices", []),
     ],
 )
-def test_a_contract_label_names_its_public_paths(label, apis):
+def test_a_contract_label_names_its_public_paths(label: Any, apis: Any) -> None:
     assert call_sites.apis_of(label) == apis
 
 
-def test_findings_list_the_teams_call_sites_and_come_first():
+def test_findings_list_the_teams_call_sites_and_come_first() -> None:
     base, cand = traced_runs()
     report = compare.compare(base, cand)
     report = assemble.with_beyond(
@@ -54,7 +55,7 @@ def test_findings_list_the_teams_call_sites_and_come_first():
     assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the new numbers
 
 
-def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
+def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path: Path) -> None:
     team = tmp_path / "team"
     team.mkdir()
     (team / "a.py").write_text("import optax\noptax.adamw(1e-3\n")  # does not parse; names adamw
@@ -70,7 +71,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
     assert "cannot tell for files not scanned: `a.py`" in report_markdown.render(report)
 
 
-def test_without_usage_findings_keep_their_order_and_carry_no_sites():
+def test_without_usage_findings_keep_their_order_and_carry_no_sites() -> None:
     base, cand = traced_runs()
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand))
@@ -78,7 +79,7 @@ def test_without_usage_findings_keep_their_order_and_carry_no_sites():
     assert "your code" not in report_markdown.render(report)
 
 
-def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path):
+def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path: Path) -> None:
     """``optax.renamed_clip`` is ``clip`` re-exported under a second name in the
     tiny package of test_surface: the team's ``ox.clip(...)`` is a call of it."""
     from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
@@ -98,7 +99,9 @@ def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path)
     assert {f["api"]: f["your_code"] for f in report["findings"]}["optax.renamed_clip"] == ["train.py:8"]
 
 
-def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only_the_calls_it_breaks(tmp_path):
+def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only_the_calls_it_breaks(
+    tmp_path: Path,
+) -> None:
     """The tiny optax of test_surface makes ``losses.loss``'s ``delta`` keyword-only: fake_team's train.py:9
     passes it positionally (breaks), train.py:10 by keyword (unaffected). The broken surface rows are findings
     in report.json as in report.md; the surface row's finding names train.py:9 only; the contract finding on
@@ -158,7 +161,7 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 
 
-def test_a_type_annotation_names_an_api_but_is_a_call_site_only_when_nothing_else_uses_it(tmp_path):
+def test_a_type_annotation_names_an_api_but_is_a_call_site_only_when_nothing_else_uses_it(tmp_path: Path) -> None:
     """An annotation such as nanodo's ``def get_optimizer(...) -> optax.MultiSteps:`` runs none of the API:
     like an import, it is listed among the lines a finding reaches ("uses this API: cannot tell") only when
     nothing else uses the API. The API surface still sees it (a removed class in an annotation fails at

@@ -10,7 +10,9 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,7 @@ from tests.meta.support.records import record
         (record("not-verified", "import failed: x"), 2, "not-verified"),
     ],
 )
-def test_compare_exit_status_matches_the_verdict(tmp_path, candidate, status, verdict):
+def test_compare_exit_status_matches_the_verdict(tmp_path: Path, candidate: Any, status: Any, verdict: Any) -> None:
     base = write_run(tmp_path / "b.json", record(golden_a="passed"))
     cand = write_run(tmp_path / "c.json", candidate)
     assert cli.main(["compare", base, cand, "--out", str(tmp_path / "out")]) == status
@@ -48,11 +50,11 @@ def test_compare_exit_status_matches_the_verdict(tmp_path, candidate, status, ve
     assert (tmp_path / "out" / "report.md").read_text().startswith(f"# Optax upgrade gate: {verdict.upper()}")
 
 
-def test_an_install_failure_is_reported_not_verified(tmp_path, monkeypatch):
-    def fail(*args, **kwargs):
+def test_an_install_failure_is_reported_not_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: Any, **kwargs: Any) -> None:
         raise environments.EnvironmentFailure("install", "no matching distribution for jaxlib==9.9")
 
-    def resolved(req_in, output, *args, **kwargs):
+    def resolved(req_in: Any, output: Any, *args: Any, **kwargs: Any) -> Any:
         shutil.copyfile(LOCK, output)
         return output
 
@@ -65,8 +67,10 @@ def test_an_install_failure_is_reported_not_verified(tmp_path, monkeypatch):
     assert report["candidate_lock"]["sha256"] == environments.digest(LOCK)
 
 
-def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monkeypatch, capsys):
-    def crash(*args, **kwargs):
+def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def crash(*args: Any, **kwargs: Any) -> None:
         raise KeyError("bug")
 
     monkeypatch.setattr(runner, "run", crash)
@@ -81,18 +85,18 @@ def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monk
     assert "the gate itself failed: KeyError" in capsys.readouterr().err
 
 
-def test_specs_and_a_candidate_lock_together_are_refused(tmp_path):
+def test_specs_and_a_candidate_lock_together_are_refused(tmp_path: Path) -> None:
     assert cli.main(["gate", "optax==0.2.8", "--candidate-lock", str(LOCK), "--out", str(tmp_path)]) == 2
     assert not (tmp_path / "report.json").exists()
 
 
 # --- bad inputs through the real command line: exit 2 within seconds, no traceback -------------------
-def _write(path, text):
+def _write(path: Any, text: Any) -> Any:
     path.write_text(text)
     return str(path)
 
 
-BAD_INPUTS = {
+BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "malformed spec": (lambda t: ["optax=>0.2"], "not a valid requirement: 'optax=>0.2'"),
     "unknown package": (
         lambda t: ["optx==0.2.8"],
@@ -129,7 +133,7 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, case):
+def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path: Path, case: Any) -> None:
     make_args, message = BAD_INPUTS[case]
     message = message.replace("{t}", str(tmp_path))
     out = tmp_path / "out"
@@ -145,7 +149,7 @@ def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, cas
     assert not (run / evidence.MARKER).exists()
 
 
-def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
+def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path: Path) -> None:
     team = tmp_path / "team"
     team.mkdir()
     (team / "bad.py").write_text("import optax\ndef f(:\n")  # not scanned: a note in a report of a run that ran
@@ -158,7 +162,7 @@ def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
     assert "not scanned" not in (out / "not-judged.md").read_text()
 
 
-def test_an_unknown_package_is_accepted_with_allow_extra():
+def test_an_unknown_package_is_accepted_with_allow_extra() -> None:
     from optax_gate.gate.inputs import validate
 
     known = validate.lock_packages(LOCK, "baseline lock")
@@ -167,7 +171,7 @@ def test_an_unknown_package_is_accepted_with_allow_extra():
 
 
 @pytest.mark.parametrize("kind", ["a file", "below a file"])
-def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
+def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path: Path, kind: Any) -> None:
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
     out = blocker if kind == "a file" else blocker / "reports"
@@ -177,7 +181,7 @@ def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
 
 
 @pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
-def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_path):
+def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     status, _stdout, stderr, _seconds = gate_cli("optax==9.9.9", out=out, env=uv_env(), timeout=120)
     assert status == 2 and "the candidate cannot be resolved" in stderr and "Traceback" not in stderr
@@ -188,7 +192,7 @@ def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_pat
     assert not ((out / evidence.NOT_JUDGED_LINK).resolve() / "candidate-lock.txt").exists()
 
 
-def test_help_explains_every_option_and_the_exit_statuses():
+def test_help_explains_every_option_and_the_exit_statuses() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "optax_gate", "gate", "--help"], cwd=ROOT, capture_output=True, text=True
     )
@@ -198,7 +202,7 @@ def test_help_explains_every_option_and_the_exit_statuses():
     assert "2  not verified" in proc.stdout and "1  fail" in proc.stdout and "0  pass" in proc.stdout
 
 
-def test_a_complete_run_becomes_latest_with_readable_reports_and_its_own_lock(tmp_path):
+def test_a_complete_run_becomes_latest_with_readable_reports_and_its_own_lock(tmp_path: Path) -> None:
     proc = subprocess.run(fake_gate(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "out"
@@ -215,14 +219,14 @@ def test_a_complete_run_becomes_latest_with_readable_reports_and_its_own_lock(tm
         assert f"{side}: {FAKE_CONTRACTS}/{FAKE_CONTRACTS} contracts" in proc.stderr
 
 
-def test_old_runs_are_pruned_to_keep(tmp_path):
+def test_old_runs_are_pruned_to_keep(tmp_path: Path) -> None:
     for _ in range(4):
         assert subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, timeout=60).returncode == 0
     runs = sorted((tmp_path / "out" / "runs").iterdir())
     assert len(runs) == 3 and (tmp_path / "out" / "latest").resolve() == runs[-1]
 
 
-def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_path):
+def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_path: Path) -> None:
     """Five interrupted runs (SIGINT at a random moment of the run, from its
     first progress line to 80 % of the time an uninterrupted run of the same
     command takes on this machine, measured first: a loaded machine and a
@@ -236,6 +240,7 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
     cmd = fake_gate(tmp_path, pause=0.1, tests=12, extra=["--no-cache"])
     assert subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=60).returncode == 0
     timed = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert timed.stderr is not None
     timed.stderr.readline()
     start = time.monotonic()
     assert timed.wait(timeout=60) == 0
@@ -246,6 +251,7 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
     rng = random.Random(9)
     for attempt in range(5):
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
         first = proc.stderr.readline()  # the gate is running (its first progress line), not still importing
         time.sleep(rng.uniform(0.0, span))
         proc.send_signal(signal.SIGINT)
@@ -270,7 +276,7 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
         )
 
 
-def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
+def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path: Path) -> None:
     """Once the command is over the process's handlers only record a signal, so a Ctrl-C that comes as
     the gate finishes its report does not kill it by the signal (exit -2, no word): the exit status is
     the command's."""
@@ -293,7 +299,7 @@ def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
 
 
-def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path):
+def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path: Path) -> None:
     """Once the command is over the entry point ignores SIGINT and SIGTERM, which the interpreter's
     tear-down keeps: at its end Python gives a signal with a Python handler its default action back, so a
     Ctrl-C just after the report is current would otherwise kill the gate with exit 130 and no word."""
@@ -319,7 +325,7 @@ def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path
     assert cli.EXIT_FILE in results_cache.IGNORED_ENV  # where the status goes decides no outcome: no new cache key
 
 
-def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_status_is_the_exit(tmp_path):
+def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_status_is_the_exit(tmp_path: Path) -> None:
     """A signal during ``evidence.complete`` (the run's marker and links) waits until the run is
     complete and current; then the exit status is the run's own (0 here) and the words say so, never
     "interrupted: not verified … no report" beside a report that is current, and never a run left marked
@@ -347,7 +353,7 @@ def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_stat
     assert evidence.is_complete(latest) and (out / "report.md").read_text() == (latest / "report.md").read_text()
 
 
-def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate_stops(tmp_path):
+def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate_stops(tmp_path: Path) -> None:
     """Ctrl-C under ./noxw: the terminal sends SIGINT to the whole process group (nox, the gate, its
     pytest processes), and nox sends the gate SIGTERM 0.3 s later if it has not ended. Here SIGTERM
     follows at once, so it reaches the gate while it is still stopping: the cause named is still the
@@ -364,6 +370,7 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     said = []
+    assert proc.stderr is not None
     for line in proc.stderr:
         said.append(line)
         if "running the contracts" in line:
@@ -388,7 +395,7 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     ) in stderr, stderr
 
 
-def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path):
+def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path: Path) -> None:
     """After an interrupted gate, not-judged.md may still hold an earlier run's refusal while the console
     names only report.md: the interruption's line says that not-judged.md is an earlier run's, so it is not
     read as this run's."""
@@ -404,6 +411,7 @@ def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     said = []
+    assert proc.stderr is not None
     for line in proc.stderr:
         said.append(line)
         if "running the contracts" in line:
@@ -416,7 +424,7 @@ def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path
     ), stderr
 
 
-def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
+def test_nox_gives_the_gate_time_to_stop_after_ctrl_c() -> None:
     """Under ./noxw, Ctrl-C makes nox wait 0.3 s for the gate, send SIGTERM, and (nox's default) SIGKILL
     0.2 s later: a gate still stopping its pytest processes then died without its "interrupted" line and
     its not-judged report. The noxfile's call of the gate (the tests run without nox installed, so
@@ -425,7 +433,7 @@ def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
 
     tree = ast.parse((ROOT / "noxfile.py").read_text())
     stop = next(
-        node.value.value
+        node.value.value  # type: ignore[attr-defined]  # the assignment found by the condition below
         for node in tree.body
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "GATE_STOP_S" for t in node.targets)
     )
@@ -444,7 +452,7 @@ def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
     )
 
 
-def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
+def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path: Path) -> None:
     runs = tmp_path / "pytest-runs"
     first = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert first.returncode == 0 and "baseline: not taken from the cache" in first.stderr
@@ -470,7 +478,7 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
     assert any(n.startswith("baseline") for n in ran_third) and any(n.startswith("candidate") for n in ran_third)
 
 
-def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
+def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys: pytest.CaptureFixture[str]) -> None:
     """``gate optax==0.2.8 --bogus-option`` prints the gate's own usage, not the top-level one, and a near
     option; exit 2."""
     from optax_gate.gate import cli_parser
@@ -486,7 +494,9 @@ def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
     assert "did you mean --keep?" in capsys.readouterr().err
 
 
-def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, monkeypatch):
+def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A pytest process a side's worker thread starts just after the interruption killed the live ones is
     stopped too, at once: the thread may pass the "is the gate stopping?" check before the interruption,
     and the gate waits for that thread at exit."""
@@ -495,7 +505,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     real = subprocess.Popen
     stopper: list[threading_.Thread] = []
 
-    def popen_as_the_gate_stops(*args, **kwargs):
+    def popen_as_the_gate_stops(*args: Any, **kwargs: Any) -> Any:
         stopper.append(threading_.Thread(target=pytest_process.stop_all))
         stopper[0].start()
         time.sleep(0.2)  # stop_all has run (or waits for the process to be registered)
@@ -518,7 +528,9 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
 
 
 @pytest.mark.parametrize("content", [None, "not json", "[1, 2]", "{}", "folder"])
-def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, capsys, content):
+def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any
+) -> None:
     """compare of a missing file, a file that is not JSON, a JSON list, an empty object or a folder is an input
     the user can fix: exit 2, one line naming the file, no traceback, no report written."""
     base, cand = tmp_path / "base.json", tmp_path / "cand.json"
@@ -538,7 +550,9 @@ def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, 
 
 
 @pytest.mark.parametrize("where", ["a file", "under /proc"])
-def test_compare_refuses_an_out_it_cannot_write_before_comparing(tmp_path, capsys, where):
+def test_compare_refuses_an_out_it_cannot_write_before_comparing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: Any
+) -> None:
     """A helper's try: ``compare --out`` naming a file (or a path under /proc) compared both records and then printed
     two tracebacks and "the gate itself failed"; the gate refuses the same ``--out`` in a second. Now compare does too:
     exit 2, one line, no traceback."""
@@ -555,7 +569,9 @@ def test_compare_refuses_an_out_it_cannot_write_before_comparing(tmp_path, capsy
     assert f"the output folder {out} (set with --out)" in err and "(no report written)" in err, err
 
 
-def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, capsys):
+def test_compare_never_replaces_the_report_of_a_gate_output_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """compare has its own default --out and refuses a gate's output folder: writing its report over
     reports/gate/report.md would replace the links to the newest judged run."""
     base, cand = tmp_path / "base.json", tmp_path / "cand.json"
@@ -580,7 +596,9 @@ def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, cap
         (["gate", "--timeout", "soon"], "--timeout: must be a number of seconds greater than 0, got soon"),
     ],
 )
-def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, words, capsys):
+def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(
+    argv: Any, words: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``--usage ""`` scanned the current folder (264 files of the gate's own code) and the gate went on;
     ``--keep abc`` said "invalid check value" (the name of the validator, not of the option's meaning)."""
     with pytest.raises(SystemExit) as exc:
@@ -591,14 +609,16 @@ def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, wo
 
 
 @pytest.mark.parametrize("option", ["--timeout", "--run-timeout", "--bisect-timeout", "--speed-budget"])
-def test_an_infinite_number_is_refused(option, capsys):
+def test_an_infinite_number_is_refused(option: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """``--timeout inf`` is refused up front: a subprocess's timeout of inf overflows, late in the run."""
     with pytest.raises(SystemExit) as exc:
         cli_parser.parse(["gate", option, "inf"])
     assert exc.value.code == 2 and "got inf" in capsys.readouterr().err
 
 
-def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_path, capsys):
+def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``compare --team-run`` re-uses the run a --run gate recorded, so the verdict is about it again
     (compare has no --run, and re-judging with --usage only would say "cannot tell without --run"); without
     it the report says where that run is. A report of another candidate, or of a gate without --run, is
@@ -624,7 +644,7 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
         "raised_at": "",
         "affected": [],
     }
-    gate_report = {
+    gate_report: Any = {
         "verdict": "pass",
         "baseline": {"versions": {"optax": "0.2.6"}},
         "candidate": {"versions": {"optax": "0.2.8"}},
@@ -687,7 +707,7 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
         )
 
 
-def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp_path):
+def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp_path: Path) -> None:
     """compare runs no code: its "cannot tell without --run" lines now point to the gate's recorded run
     (``--team-run REPORT``) when the gate that recorded the records ran one, else to a gate with --run."""
     from optax_gate.gate import compare_flow
@@ -700,7 +720,7 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
         ({"outcome": "same"}, f"add --team-run {run / 'report.json'}"),
     ):
         (run / "report.json").write_text(json.dumps({"team_run": team} if team else {}))
-        report = {"notes": [], "findings": [finding]}
+        report: Any = {"notes": [], "findings": [finding]}
         compare_flow.say_recorded_run(report, run / "evidence" / "baseline.json")
         assert len(report["notes"]) == 1 and words in report["notes"][0], report["notes"]
     report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
@@ -720,7 +740,9 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     assert report["notes"] == []
 
 
-def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsys):
+def test_a_compare_of_swapped_run_records_says_they_look_swapped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A gate's records carry their label: ``compare candidate.json baseline.json`` (the two given the
     other way round) says so in the report and on stderr, since it reads the candidate's changes
     backwards and the baseline's own failures as the candidate's."""
@@ -750,7 +772,9 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     )
 
 
-def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_path, monkeypatch):
+def test_a_compare_started_elsewhere_finds_the_records_environment_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A gate's records name their environments relative to the project (``.nox/gate-envs/…/site-packages``,
     ``requirements-lock.txt``): a compare started from another folder finds them from the project folder and
     compares the API surface and the dependencies."""
@@ -768,7 +792,7 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
     )  # found here
 
 
-def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_path):
+def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_path: Path) -> None:
     """An interrupted command's status file says so (``2 interrupted``), and the nox session says
     "optax-gate was interrupted: not verified" (noxfile._run_tool), never "optax-gate had finished before
     the interruption reached it: exit 2" for a Ctrl-C during the contracts (exit 2, folder INCOMPLETE)."""
@@ -804,7 +828,7 @@ def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_pat
         ["-s", "gate", "optax==0.2.8", "--run", "python train.py"],
     ],
 )
-def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
+def test_noxw_says_to_put_a_requirement_after_the_double_dash(args: Any) -> None:
     """For ``./noxw -s gate optax==0.2.8`` (the ``--`` forgotten) noxw says
     what was meant, exit 2, before installing or running anything, instead of
     nox's "Sessions not found: optax==0.2.8" (exit 3) with no hint
@@ -826,7 +850,7 @@ def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
         ["-s", "compare", "a.json", "b.json", "--usage", "team"],
     ],
 )
-def test_noxw_says_where_an_option_of_the_gate_goes(args):
+def test_noxw_says_where_an_option_of_the_gate_goes(args: Any) -> None:
     """``./noxw -s gate --usage team`` would reach nox, whose own --usage takes the path and looks for a
     session named ``team`` (exit 1, read as FAIL): noxw says the gate's arguments go after ``--``, exit 2."""
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
@@ -841,7 +865,7 @@ def test_noxw_says_where_an_option_of_the_gate_goes(args):
     assert shlex.split(suggested) == args[2:], suggested
 
 
-def test_noxw_drops_the_double_dash_from_its_suggestion():
+def test_noxw_drops_the_double_dash_from_its_suggestion() -> None:
     """For ``./noxw -s gate optax==0.2.8 -- --usage DIR --out X`` noxw suggests ``./noxw -s gate -- optax==0.2.8
     --usage DIR --out X``, one ``--`` only: a second ``--`` would read --usage and --out as requirements."""
     import shlex
@@ -869,7 +893,7 @@ def test_noxw_drops_the_double_dash_from_its_suggestion():
         (["-s", "rebaseline", "--move", "requirements-lock.txt"], "--move", "an option"),
     ],
 )
-def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
+def test_noxw_says_where_the_rebaselines_lock_and_options_go(args: Any, given: Any, what: Any) -> None:
     """``./noxw -s rebaseline LOCK``, or ``--move`` before ``--``, would reach nox ("Sessions not found", exit 3, or
     nox's usage text): noxw says the arguments go after ``--``, exit 2, the suggestion ready to paste."""
     import shlex
@@ -880,7 +904,7 @@ def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
     assert shlex.split(proc.stderr.split("./noxw -s rebaseline --", 1)[1].strip()) == args[2:]
 
 
-def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user_stands(tmp_path):
+def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user_stands(tmp_path: Path) -> None:
     """From another folder, noxw finds a file or folder given before ``--`` where the user stands, as ``noxw -s
     rebaseline team-lock.txt`` (the file there, not in the project) or ``-s gate src`` (a folder), and says it is
     an argument of the session, not of nox (exit 2), instead of nox's "Sessions not found" (exit 3)."""
@@ -894,7 +918,7 @@ def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user
         assert f"'{given}' is an argument of the {args[1]}, not of nox" in proc.stderr
 
 
-def test_an_interrupted_command_leaves_no_empty_out_folder_it_made(tmp_path):
+def test_an_interrupted_command_leaves_no_empty_out_folder_it_made(tmp_path: Path) -> None:
     """Ctrl-C after ``--out`` was made and before anything was written in it: the folders the command made
     are removed; a folder that existed before, or that holds anything, stays."""
     driver = (
@@ -924,7 +948,7 @@ def test_an_interrupted_command_leaves_no_empty_out_folder_it_made(tmp_path):
     assert (holding / "kept.txt").read_text() == "written before the interruption"
 
 
-def test_a_ctrl_c_while_the_command_line_is_imported_is_an_interruption_not_a_traceback(tmp_path):
+def test_a_ctrl_c_while_the_command_line_is_imported_is_an_interruption_not_a_traceback(tmp_path: Path) -> None:
     """Ctrl-C in the first half second of ``python -m optax_gate`` (still importing): exit 2 and one line, as
     every other interruption, and the nox session's status file says interrupted."""
     driver = (

@@ -1,5 +1,7 @@
 """The change and verdict logic of ``optax_gate.gate.judge.compare``."""
 
+from typing import Any
+
 import pytest
 
 from optax_gate.gate.judge import compare
@@ -24,7 +26,7 @@ from tests.meta.support.records import record
         ("passed", None, "golden", "gone"),
     ],
 )
-def test_classify(base, cand, kind, change):
+def test_classify(base: Any, cand: Any, kind: Any, change: Any) -> None:
     assert compare.classify(base, cand, kind) == change
 
 
@@ -37,16 +39,16 @@ def test_classify(base, cand, kind, change):
         ("passed", "skipped", "changed"),
     ],
 )
-def test_classify_known_defect(base, cand, change):
+def test_classify_known_defect(base: Any, cand: Any, change: Any) -> None:
     assert compare.classify(base, cand, "negative", defect=True) == change
 
 
-def test_all_unchanged_passes():
+def test_all_unchanged_passes() -> None:
     r = compare.compare(record(golden_a="passed"), record(golden_a="passed"))
     assert r["verdict"] == "pass" and r["reasons"] == [] and r["summary"]["unchanged"] == 1
 
 
-def test_a_broken_contract_fails_and_carries_the_candidate_detail():
+def test_a_broken_contract_fails_and_carries_the_candidate_detail() -> None:
     r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="passed", golden_b="failed"))
     assert r["verdict"] == "fail"
     assert r["contracts"][0] == {
@@ -62,12 +64,12 @@ def test_a_broken_contract_fails_and_carries_the_candidate_detail():
     }
 
 
-def test_snapshot_drift_is_changed_not_a_failure():
+def test_snapshot_drift_is_changed_not_a_failure() -> None:
     r = compare.compare(record(snapshot_a="passed"), record(snapshot_a="failed"))
     assert r["verdict"] == "pass" and r["summary"]["changed"] == 1
 
 
-def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken():
+def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken() -> None:
     base, cand = record(golden_a="passed"), record(golden_a="failed")
     for rec in (base, cand):
         rec["contracts"]["golden_a"]["defect"] = "clip-index-error: raises IndexError"
@@ -78,7 +80,7 @@ def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken():
     )
 
 
-def test_fixed_keeps_the_baseline_failure_as_detail():
+def test_fixed_keeps_the_baseline_failure_as_detail() -> None:
     r = compare.compare(record(golden_a="failed"), record(golden_a="passed"))
     assert r["verdict"] == "pass" and r["contracts"][0]["detail"] == "was: failed detail"
     assert r["notes"] == ["1 contract(s) already fail in the baseline"]
@@ -106,18 +108,18 @@ def test_fixed_keeps_the_baseline_failure_as_detail():
     ],
     ids=["import", "baseline-install", "zero-contracts", "gone"],
 )
-def test_missing_evidence_is_not_verified(baseline, candidate, reason):
+def test_missing_evidence_is_not_verified(baseline: Any, candidate: Any, reason: Any) -> None:
     r = compare.compare(baseline, candidate)
     assert r["verdict"] == "not-verified" and reason in r["reasons"]
     assert compare.EXIT_STATUS[r["verdict"]] == 2
 
 
-def test_not_verified_wins_over_broken():
+def test_not_verified_wins_over_broken() -> None:
     r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="failed"))
     assert r["verdict"] == "not-verified" and r["summary"]["broken"] == 1
 
 
-def test_rows_are_ordered_by_severity():
+def test_rows_are_ordered_by_severity() -> None:
     r = compare.compare(
         record(golden_a="passed", golden_b="passed", golden_c="failed"),
         record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed"),
@@ -125,7 +127,7 @@ def test_rows_are_ordered_by_severity():
     assert [row["change"] for row in r["contracts"]] == ["broken", "fixed", "new", "unchanged"]
 
 
-def _failing_both(base_detail, cand_detail, outcome="failed"):
+def _failing_both(base_detail: Any, cand_detail: Any, outcome: Any = "failed") -> Any:
     base, cand = record(golden_a=outcome), record(golden_a=outcome)
     base["contracts"]["golden_a"]["detail"], cand["contracts"]["golden_a"]["detail"] = base_detail, cand_detail
     return compare.compare(base, cand)["contracts"][0]
@@ -142,7 +144,7 @@ def _failing_both(base_detail, cand_detail, outcome="failed"):
         ),  # other values
     ],
 )
-def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail, cand_detail):
+def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail: Any, cand_detail: Any) -> None:
     row = _failing_both(base_detail, cand_detail)
     assert row["change"] == "changed"
     assert row["baseline_detail"] == base_detail
@@ -161,12 +163,12 @@ def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail,
         ("Timeout after 12.5 s", "Timeout after 13.1 s"),
     ],
 )
-def test_the_same_failure_in_both_stays_unchanged(base_detail, cand_detail):
+def test_the_same_failure_in_both_stays_unchanged(base_detail: Any, cand_detail: Any) -> None:
     row = _failing_both(base_detail, cand_detail, "error")
     assert row["change"] == "unchanged" and "baseline_detail" not in row
 
 
-def test_a_finding_of_contracts_that_fail_differently_says_so_once():
+def test_a_finding_of_contracts_that_fail_differently_says_so_once() -> None:
     base, cand = record(golden_a="failed"), record(golden_a="failed")
     base["contracts"]["golden_a"]["detail"] = "ValueError: Shape mismatch: got (4, 5) and (5,)."
     cand["contracts"]["golden_a"]["detail"] = "ValueError: Shapes differ: got (4, 5) and (5,)."
@@ -178,7 +180,7 @@ def test_a_finding_of_contracts_that_fail_differently_says_so_once():
     )
 
 
-def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed():
+def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed() -> None:
     """The microbatching contracts skip where optax has no ``optax.microbatching``, saying
     ``findings.ABSENT_API`` (the 0.2.6 -> 0.2.8 gate read them "changed: skipped -> passed"): such a
     skip counts as not run, so the contract reads ``new`` (``gone`` the other way); another skip

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULE = "tests/contracts/test_incremental_update.py"  # golden, property, trajectories, jit/no-recompile
 
 
-def run_module(tmp_path, name, env, python=sys.executable):
+def run_module(tmp_path: Path, name: Any, env: Any, python: Any = sys.executable) -> Any:
     log = tmp_path / f"{name}.jsonl"
     subprocess.run(
         [str(python), "-m", "pytest", MODULE, "-q", "-p", "no:cacheprovider", f"--report-log={log}"],
@@ -31,7 +32,7 @@ def run_module(tmp_path, name, env, python=sys.executable):
 
 
 @pytest.mark.timeout(900)  # three runs of a contract module
-def test_a_cached_run_gives_the_outcomes_of_an_uncached_one(tmp_path):
+def test_a_cached_run_gives_the_outcomes_of_an_uncached_one(tmp_path: Path) -> None:
     on = compilation_cache.environment(tmp_path / "env", on=True)
     off = compilation_cache.environment(tmp_path / "env", on=False)
     uncached = run_module(tmp_path, "uncached", off)
@@ -43,7 +44,7 @@ def test_a_cached_run_gives_the_outcomes_of_an_uncached_one(tmp_path):
 
 
 @pytest.mark.timeout(300)
-def test_a_program_served_from_the_cache_counts_as_a_compilation(tmp_path):
+def test_a_program_served_from_the_cache_counts_as_a_compilation(tmp_path: Path) -> None:
     """A recompilation must not hide behind the persistent cache: after the
     in-memory caches are cleared, the same program comes from disk, and
     ``recompilation.counting`` still sees one compilation."""
@@ -64,12 +65,12 @@ def test_a_program_served_from_the_cache_counts_as_a_compilation(tmp_path):
     assert any((tmp_path / compilation_cache.FOLDER).iterdir())
 
 
-def test_the_switch_turns_the_cache_off(monkeypatch, tmp_path):
+def test_the_switch_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(compilation_cache.SWITCH, "0")
     assert compilation_cache.environment(tmp_path)["JAX_ENABLE_COMPILATION_CACHE"] == "false"
 
 
-def _second_environment(tmp_path, name):
+def _second_environment(tmp_path: Path, name: Any) -> Any:
     """Another environment of the same packages (a venv over this one's site-packages): another sys.prefix,
     another folder, as a candidate's environment is to the baseline's."""
     import sysconfig
@@ -89,7 +90,7 @@ def _second_environment(tmp_path, name):
 
 
 @pytest.mark.timeout(900)
-def test_entries_another_environment_wrote_give_the_outcomes_of_compiling_them(tmp_path):
+def test_entries_another_environment_wrote_give_the_outcomes_of_compiling_them(tmp_path: Path) -> None:
     """Issue 42: one cache shared by the baseline's and the candidate's environments. The candidate's run
     served the baseline's entries (a module with jit-vs-eager and does-not-recompile contracts) gives the
     outcomes of its run with the cache off, and is served them (it adds almost no entry)."""
@@ -112,14 +113,14 @@ def test_entries_another_environment_wrote_give_the_outcomes_of_compiling_them(t
     assert len(added) <= len(written) // 10, f"the candidate compiled {len(added)} of {len(written)} programs again"
 
 
-def test_the_shared_cache_lives_in_the_gates_cache_folder(tmp_path):
+def test_the_shared_cache_lives_in_the_gates_cache_folder(tmp_path: Path) -> None:
     assert compilation_cache.shared(tmp_path / "cache", tmp_path / "envs") == tmp_path / "cache"
     assert compilation_cache.shared(None, tmp_path / "envs") == tmp_path / "envs"
     env = compilation_cache.environment(compilation_cache.shared(tmp_path / "cache", tmp_path / "envs"))
     assert env["JAX_COMPILATION_CACHE_DIR"] == str((tmp_path / "cache" / compilation_cache.FOLDER).absolute())
 
 
-def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path, monkeypatch):
+def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from optax_gate.gate import sides
     from optax_gate.gate.inputs.options import EnvironmentOptions
 
@@ -137,7 +138,9 @@ def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path, monkeypatch):
     assert got == {str((tmp_path / "cache" / compilation_cache.FOLDER).absolute())}
 
 
-def test_the_cache_is_bounded_entries_written_longest_ago_first(tmp_path, monkeypatch):
+def test_the_cache_is_bounded_entries_written_longest_ago_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / compilation_cache.FOLDER
     folder.mkdir()
     for i in range(5):  # entry i written at time 1000 + i, 1000 bytes each, with its access-time file

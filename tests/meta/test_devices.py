@@ -3,6 +3,9 @@ folder, who sets them, and how the gate merges the two pytest processes."""
 
 import types
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.run import devices, outcomes, pytest_process, runner
@@ -10,26 +13,26 @@ from optax_gate.gate.run import devices, outcomes, pytest_process, runner
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_env_adds_the_device_count_and_keeps_other_xla_flags():
+def test_env_adds_the_device_count_and_keeps_other_xla_flags() -> None:
     assert devices.env({})["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8"
     env = devices.env({"PATH": "/bin", "XLA_FLAGS": "--xla_dump_to=x --xla_force_host_platform_device_count=2"})
     assert env == {"PATH": "/bin", "XLA_FLAGS": "--xla_dump_to=x --xla_force_host_platform_device_count=8"}
 
 
-def test_is_multidevice():
+def test_is_multidevice() -> None:
     assert devices.is_multidevice("tests/contracts/multidevice")
     assert devices.is_multidevice("tests/contracts/multidevice/test_data_parallel.py")
     assert not devices.is_multidevice("tests/contracts/test_sgd.py")
     assert not devices.is_multidevice("tests/contracts/multidevice_other")
 
 
-def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path):
+def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path: Path) -> None:
     from tests.contracts import conftest
 
     root = ROOT
     folder = root / devices.MULTIDEVICE_DIR
 
-    def config(*args):
+    def config(*args: Any) -> Any:
         return types.SimpleNamespace(rootpath=root, args=list(args), invocation_params=types.SimpleNamespace(dir=root))
 
     assert conftest.pytest_ignore_collect(folder, config("tests/contracts")) is True
@@ -42,13 +45,13 @@ def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path):
     assert conftest.pytest_ignore_collect(root / "tests" / "contracts" / "test_sgd.py", config()) is None
 
 
-def _env(root):
+def _env(root: Any) -> Any:
     return EnvironmentOptions(
         project_root=root, baseline_lock=root / "requirements-lock.txt", python="py", envs_dir=root, timeout=100
     )
 
 
-def _part(folder, code, *contracts, errors=()):
+def _part(folder: Any, code: Any, *contracts: Any, errors: Any = ()) -> Any:
     log = outcomes.ReportLog(
         contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts},
         collection_errors=list(errors),
@@ -56,10 +59,10 @@ def _part(folder, code, *contracts, errors=()):
     return pytest_process.Part(folder, code, "last line", log)
 
 
-def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
+def test_run_merges_the_two_processes_into_one_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
-    def fake_pytest(call, timeout, on_progress, stop=None):
+    def fake_pytest(call: Any, timeout: Any, on_progress: Any, stop: Any = None) -> Any:
         calls.append((call.name, call.folder, call.env.get("XLA_FLAGS", "")))
         return _part(call.folder, 1 if "multi" in call.folder else 0, f"{call.folder}::t")
 
@@ -75,7 +78,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
     assert sorted(record["contracts"]) == [f"{devices.MULTIDEVICE_DIR}::t", "tests/contracts::t"]
 
 
-def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
+def test_run_fails_closed_when_the_multidevice_process_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "probe", lambda python: ({}, None, [], {}))
     monkeypatch.setattr(
         pytest_process, "run_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
@@ -95,7 +98,7 @@ def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatc
     )
 
 
-def test_merge_problems():
+def test_merge_problems() -> None:
     ok = [_part("a", 0, "x"), _part("b", 1, "y")]
     assert pytest_process.merge_problems(ok) == ""
     assert "exit status 5" in pytest_process.merge_problems([_part("a", 0, "x"), _part("b", 5)])
@@ -105,7 +108,9 @@ def test_merge_problems():
     )
 
 
-def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, monkeypatch):
+def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A side that has the machine to itself (a warm gate for a new candidate) asks pytest-xdist for one process
     per physical core (``-n auto``, which honours ``$PYTEST_XDIST_AUTO_NUM_WORKERS``), at most
     ``runner.MAX_WORKERS``; the multi-device process is never split; two sides at once run one process each."""
@@ -113,12 +118,12 @@ def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, m
 
     calls = {}
 
-    def fake_pytest(call, timeout, on_progress, stop=None):
+    def fake_pytest(call: Any, timeout: Any, on_progress: Any, stop: Any = None) -> Any:
         calls[call.folder] = call.pytest_args
         return _part(call.folder, 0, f"{call.folder}::t")
 
     monkeypatch.setattr(pytest_process, "run_pytest", fake_pytest)
-    with_xdist = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
+    with_xdist: Any = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
     runner.run(
         Path("py"),
         "candidate",

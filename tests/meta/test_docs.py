@@ -10,6 +10,7 @@ import argparse
 import ast
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,12 +34,16 @@ def _anchors(page: Path) -> set[str]:
 
 def _sessions() -> set[str]:
     """Names of the nox sessions: each ``@nox.session``-decorated function, by its ``name=`` or its own name."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))):
         if isinstance(node, ast.FunctionDef):
             for deco in node.decorator_list:
                 if isinstance(deco, ast.Call) and ast.unparse(deco.func) == "nox.session":
-                    given = [k.value.value for k in deco.keywords if k.arg == "name"]
+                    given = [
+                        str(k.value.value)
+                        for k in deco.keywords
+                        if k.arg == "name" and isinstance(k.value, ast.Constant)
+                    ]
                     names.add(given[0] if given else node.name)
     return names
 
@@ -48,7 +53,7 @@ def _options(command: str) -> set[str]:
     return {s for action in sub.choices[command]._actions for s in action.option_strings}
 
 
-def test_the_docs_exist_and_the_readme_links_each_page():
+def test_the_docs_exist_and_the_readme_links_each_page() -> None:
     assert len(PAGES) > 1, "no docs/ pages"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     unlinked = [p.name for p in PAGES[1:] if f"docs/{p.name}" not in readme]
@@ -56,7 +61,7 @@ def test_the_docs_exist_and_the_readme_links_each_page():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
-def test_every_relative_link_resolves(page):
+def test_every_relative_link_resolves(page: Any) -> None:
     dead = []
     for target in LINK.findall(page.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+:", target):
@@ -71,7 +76,7 @@ def test_every_relative_link_resolves(page):
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
-def test_every_command_shown_exists(page):
+def test_every_command_shown_exists(page: Any) -> None:
     sessions, wrong = _sessions(), []
     for session, rest in NOXW.findall(page.read_text(encoding="utf-8")):
         if session not in sessions:

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,14 +34,14 @@ def _lock(tmp_path: Path, name: str, via: str, h: str = "ab" * 32) -> Path:
     return path
 
 
-def test_locks_differing_only_in_comments_share_a_folder(tmp_path):
+def test_locks_differing_only_in_comments_share_a_folder(tmp_path: Path) -> None:
     a = _lock(tmp_path, "a.txt", "reports/gate/runs/20261130T033828Z-fba873/candidate-lock.in")
     b = _lock(tmp_path, "b.txt", "candidate-lock.in")
     assert environments.digest(a) != environments.digest(b)
     assert environments.folder_for(tmp_path, a) == environments.folder_for(tmp_path, b)
 
 
-def test_a_changed_hash_or_version_is_another_folder(tmp_path):
+def test_a_changed_hash_or_version_is_another_folder(tmp_path: Path) -> None:
     a = _lock(tmp_path, "a.txt", "candidate-lock.in")
     b = _lock(tmp_path, "b.txt", "candidate-lock.in", h="cd" * 32)
     c = tmp_path / "c.txt"
@@ -49,12 +50,12 @@ def test_a_changed_hash_or_version_is_another_folder(tmp_path):
     assert len(folders) == 3
 
 
-def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypatch):
+def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """uv is run beside the input and given its bare name, so the lock's
     ``# via -r`` comments never carry the run folder's path."""
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    def fake_run(stage, cmd, timeout, cwd=None):
+    def fake_run(stage: Any, cmd: Any, timeout: Any, cwd: Any = None) -> Any:
         seen.update(cmd=cmd, cwd=cwd)
         Path(cmd[cmd.index("-o") + 1]).write_text("jax==0.12.0.1\n")
         return ""
@@ -75,13 +76,13 @@ def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypat
 
 
 @pytest.fixture
-def fake_uv(tmp_path, monkeypatch):
+def fake_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """uv replaced by a recorder: ``venv`` does what ``uv venv --clear`` does to
     the folder (empties it, leaves a ``bin/python``); other commands do nothing.
     Returns the list of commands run; ``tmp_path`` holds a ``pyproject.toml``."""
     calls = []
 
-    def fake_run(stage, cmd, timeout, cwd=None):
+    def fake_run(stage: Any, cmd: Any, timeout: Any, cwd: Any = None) -> Any:
         calls.append(cmd)
         if "venv" in cmd:
             folder = Path(cmd[-1])
@@ -96,7 +97,7 @@ def fake_uv(tmp_path, monkeypatch):
     return calls
 
 
-def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_path, fake_uv):
+def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_path: Path, fake_uv: Any) -> None:
     """Packages are installed with their .pyc files (``--compile-bytecode``): with
     PYTHONDONTWRITEBYTECODE set, each pytest process would otherwise compile jax
     from source again. An environment recorded without them is built anew once."""
@@ -120,7 +121,7 @@ def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_pat
     assert [c for c in calls if "--require-hashes" in c]
 
 
-def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_changes(tmp_path):
+def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_changes(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
@@ -144,7 +145,7 @@ def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_c
     assert environments.project_install_needed(env, moved)
 
 
-def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs(tmp_path, fake_uv):
+def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs(tmp_path: Path, fake_uv: Any) -> None:
     """Each nox session has its own virtual environment (``.nox/gate``,
     ``.nox/matrix``); both are made from the same Python. Asking for the same
     lock from either must not rebuild the environment (a rebuild clears its
@@ -165,7 +166,7 @@ def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs
     assert not [c for c in calls if "venv" in c or "--require-hashes" in c]
 
 
-def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(monkeypatch):
+def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -m pytest tests/meta`` outside nox, uv not on PATH: the tests' skip check and the bisection's
     build both find uv through ``environments.uv`` (the one ``./noxw`` installed into ``.noxw/``), so a test
     that needs uv either runs with it or skips."""
@@ -187,7 +188,7 @@ def _site(folder: Path) -> Path:
     return site
 
 
-def test_bytecode_is_lent_only_for_a_source_file_the_donor_shares_on_disk(tmp_path):
+def test_bytecode_is_lent_only_for_a_source_file_the_donor_shares_on_disk(tmp_path: Path) -> None:
     """A ``.pyc`` is valid for a source file of the same size and modification
     time; one file linked into both environments (as uv links from its cache) is
     that, a copy with the same text is not proven so and gets none."""
@@ -208,18 +209,22 @@ def test_bytecode_is_lent_only_for_a_source_file_the_donor_shares_on_disk(tmp_pa
     assert (env / "pkg" / "__pycache__" / "shared.cpython-312.pyc").read_bytes() == b"bytecode of shared.py"
 
 
-def test_a_second_environment_borrows_bytecode_from_one_built_with_the_same_interpreter(tmp_path, fake_uv, monkeypatch):
+def test_a_second_environment_borrows_bytecode_from_one_built_with_the_same_interpreter(
+    tmp_path: Path, fake_uv: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first environment compiles everything (``--compile-bytecode``); the
     next, beside it and from the same base interpreter, installs without it,
     takes the donor's ``.pyc`` files and compiles only the rest."""
     calls = fake_uv
-    lent, compiled = [], []
+    lent: list[tuple[str, str, str]] = []
+    compiled: list[Any] = []
+
+    def lend_bytecode(donor: Path, env: Path, tag: str) -> list[Path]:
+        lent.append((donor.name, env.name, tag))
+        return [env / "x.py"]
+
     monkeypatch.setattr(environments, "interpreter", lambda python: "3.12.1 /usr")
-    monkeypatch.setattr(
-        environments,
-        "lend_bytecode",
-        lambda donor, env, tag: lent.append((donor.name, env.name, tag)) or [env / "x.py"],
-    )
+    monkeypatch.setattr(environments, "lend_bytecode", lend_bytecode)
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: compiled.append((cmd, kw.get("input"))))
     envs = tmp_path / "envs"
     first, second = envs / "a", envs / "b"

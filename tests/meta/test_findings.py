@@ -11,6 +11,7 @@ upgrade judged by the 723-contract suite on 2026-12-01.
 import functools
 import json
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from tests.meta.support.rows import contract_row
 row = functools.partial(contract_row, change="broken", api="optax.sgd", kind="golden")
 
 
-def test_the_real_0_2_8_report_is_eight_failure_patterns():
+def test_the_real_0_2_8_report_is_eight_failure_patterns() -> None:
     """One finding per failure pattern (``group``, before ``merge`` joins them
     by upstream cause). The optimizer state going bfloat16 → float32 is one
     pattern per state field: MultiSteps' ``acc_grads`` (its accumulator's new
@@ -70,7 +71,7 @@ def test_the_real_0_2_8_report_is_eight_failure_patterns():
     assert sorted(c for f in found for c in f["contracts"]) == sorted(r["id"] for r in REAL["contracts"])
 
 
-def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
+def test_the_real_0_2_8_report_starts_with_one_line_per_finding() -> None:
     text = report_markdown.render(REAL)
     head = text[: text.index("## Versions")].splitlines()
     assert head[0] == "# Optax upgrade gate: FAIL"
@@ -88,7 +89,7 @@ def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
     )
 
 
-def test_every_finding_link_lands_on_a_row_of_that_finding():
+def test_every_finding_link_lands_on_a_row_of_that_finding() -> None:
     text = report_markdown.render(REAL)
     targets = set(re.findall(r"\]\(#(f\d+(?:-\d+)?)\)", text))
     anchors = set(re.findall(r'<a id="(f\d+(?:-\d+)?)"></a>', text))
@@ -102,7 +103,7 @@ def test_every_finding_link_lands_on_a_row_of_that_finding():
             assert f"`{cid}`" in line and f"[F{f['number']}](#f{f['number']})" in line
 
 
-def test_findings_are_in_report_json():
+def test_findings_are_in_report_json() -> None:
     data = json.loads(report_json.render({**REAL, "findings": findings.group(REAL["contracts"])}))
     assert [f["number"] for f in data["findings"]] == list(range(1, 9))
     assert set(data["findings"][0]) == {"number", "change", "api", "apis", "cause", "key", "contracts", "tests", "text"}
@@ -112,8 +113,8 @@ def test_findings_are_in_report_json():
     ]
 
 
-def test_same_pattern_groups_across_parameters_numbers_and_steps():
-    rows = [
+def test_same_pattern_groups_across_parameters_numbers_and_steps() -> None:
+    rows: Any = [
         row("t.py::test_a[float16]", "AssertionError: step 1: x is 3, wanted 4"),
         row("t.py::test_a[bfloat16]", "AssertionError: step 7: x is 12.5, wanted 1e-3"),
         row("t.py::test_b", "AssertionError: step 12: x is np.float32(0.5), wanted 1"),
@@ -135,10 +136,10 @@ def test_same_pattern_groups_across_parameters_numbers_and_steps():
     )
 
 
-def test_a_dtype_finding_names_the_subject_of_each_failure_in_its_own_words():
+def test_a_dtype_finding_names_the_subject_of_each_failure_in_its_own_words() -> None:
     """The subject is the failure's words before their first preposition (``update`` of ``update of the
     bfloat16 leaf``, ``learning rate`` of ``learning rate after init``), a dtype name whole."""
-    rows = [
+    rows: Any = [
         row(
             "t.py::test_a[x64-off]",
             "AssertionError: update of the bfloat16 leaf: expected bfloat16, got the array: float32",
@@ -153,13 +154,13 @@ def test_a_dtype_finding_names_the_subject_of_each_failure_in_its_own_words():
     )
 
 
-def test_numeric_findings_split_by_dtype_and_order_by_change():
+def test_numeric_findings_split_by_dtype_and_order_by_change() -> None:
     f64 = (
         "v: element (0,) is 1.0000001, expected 1.0 (error 1e-07, bound 8.9e-16 = 4 ULP of float64; worst error "
         "450359962.74 ULP)"
     )
     bf16 = "v: element (1,) is 1.5, expected 1.0 (error 0.5, bound 0.031 = 4 ULP of bfloat16; worst error 64.00 ULP)"
-    rows = [
+    rows: Any = [
         row("t.py::test_f[x]", "was: boom", change="fixed", baseline="failed", candidate="passed"),
         row("t.py::test_a[float64]", f64),
         row("t.py::test_a[bfloat16]", bf16),
@@ -175,8 +176,8 @@ def test_numeric_findings_split_by_dtype_and_order_by_change():
     assert found[3]["cause"] == "passes now; failed in the baseline: boom"
 
 
-def test_a_candidate_that_did_not_run_is_one_gone_finding():
-    rows = [
+def test_a_candidate_that_did_not_run_is_one_gone_finding() -> None:
+    rows: Any = [
         row(
             f"t.py::test_{i}",
             "ran in the baseline, did not run in the candidate",
@@ -194,7 +195,7 @@ def test_a_candidate_that_did_not_run_is_one_gone_finding():
     assert gone["api"] == "2 APIs" and gone["apis"] == ["optax.adam", "optax.sgd"]
 
 
-def test_plain_detail_of_an_ulp_figure():
+def test_plain_detail_of_an_ulp_figure() -> None:
     detail = REAL["contracts"][3]["detail"]
     assert details.plain_detail(REAL["contracts"][3]) == (
         "AssertionError: emitted update: element (0,) is -0.11549644755374272, expected -0.1154964479961693: "
@@ -203,7 +204,7 @@ def test_plain_detail_of_an_ulp_figure():
     assert "(error 4.42e-10, bound 2.05e-16 = 8 ULP of float64" in detail  # the report.json keeps the message
 
 
-def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
+def test_plain_detail_of_a_state_dtype_change_says_what_it_costs() -> None:
     ms = next(r for r in REAL["contracts"] if r["id"].endswith("test_multi_steps.py::test_state_snapshot[bfloat16]"))
     assert details.plain_detail(ms) == (
         "dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; `.acc_grads['kernel']` bfloat16[3,2] → "
@@ -221,7 +222,7 @@ def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
     ]
 
 
-def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
+def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed() -> None:
     fixed = REAL["contracts"][-2]
     assert details.outcome_words(fixed) == "defect no longer reproduces"
     assert details.plain_detail(fixed).startswith("decay-schedule-count-stuck: add_decayed_weights with a scheduled")
@@ -232,7 +233,7 @@ def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
-def test_the_parser_reads_the_tolerance_policy_message(dtype):
+def test_the_parser_reads_the_tolerance_policy_message(dtype: Any) -> None:
     """The gate parses ``kit.tolerances.assert_close``'s message; both sides
     must keep agreeing (and the gate's epsilons must be the policy's)."""
     assert drift.EPS == tolerances.EPS
@@ -248,8 +249,8 @@ def test_the_parser_reads_the_tolerance_policy_message(dtype):
     assert ulp.worst_ulps == pytest.approx(64, rel=0.02)
 
 
-def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
-    rows = [
+def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test() -> None:
+    rows: Any = [
         row(
             f"t.py::test_{i}",
             "ran in the baseline, did not run in the candidate",
@@ -266,7 +267,7 @@ def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
     assert line.count("](#") == 1
 
 
-def test_a_long_failure_message_is_cut_at_a_word_end():
+def test_a_long_failure_message_is_cut_at_a_word_end() -> None:
     message = (
         "TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
         "got int32 instead. " + "More words follow here to pass the limit. " * 3
@@ -278,12 +279,12 @@ def test_a_long_failure_message_is_cut_at_a_word_end():
     assert plain_text.shorten("short text") == "short text"
 
 
-def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
+def test_a_public_name_no_surface_table_knows_reads_new_not_contracted() -> None:
     why = (
         "required parameter `fun` has no value by name in the generator (optax_gate.kit.surface.generated.VALUES, "
         "surface_build.by_name): a function, model or array layout of the caller's own"
     )
-    rows = [
+    rows: Any = [
         row(
             "tests/contracts/test_surface_sweep.py::test_known[optax.microbatching.micro_grad]",
             "Skipped: new, not contracted: optax.microbatching.micro_grad (other) is public in optax 0.2.8; "
@@ -305,8 +306,8 @@ def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
     }
 
 
-def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_state():
-    rows = [
+def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_state() -> None:
+    rows: Any = [
         row(
             "tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]",
             "snapshot drift: nan_param: '[''r3'']' -> none",
@@ -410,7 +411,7 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
         "edge-new-parameter",
     ],
 )
-def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
+def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid: Any, detail: Any, api: Any, text: Any) -> None:
     """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,
     x64 says so, the wrapped and derivative corners name their corner: their keys are corner keys, so
     they never read as an optimizer-state cost ('optimizer state holds other values')."""
@@ -418,11 +419,11 @@ def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api
     assert found["text"].startswith(text)
 
 
-def test_outcomes_compared_are_one_cause_only_when_the_expected_outcome_is_the_same():
+def test_outcomes_compared_are_one_cause_only_when_the_expected_outcome_is_the_same() -> None:
     """Outcomes compared are one cause only when the expected outcome is the same: for example, in
     the 0.2.8 gate, adaptive_grad_clip's init_update (ValueError -> ok) and three no_recompile
     contracts (recompiled 1 time(s) -> ok) are not one finding 'expected ValueError'."""
-    rows = [
+    rows: Any = [
         row(
             f"tests/contracts/test_surface_transformations.py::test_protocol[{api}-{prop}]",
             f"AssertionError: assert 'ok' == '{want}' - {want} + ok",

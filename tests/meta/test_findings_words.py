@@ -5,6 +5,9 @@ runner's words for an exception that escaped ``pytest.raises``."""
 
 import functools
 import re
+from typing import Any
+
+import pytest
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import causes, findings
@@ -19,7 +22,7 @@ row = functools.partial(contract_row, change="broken", api="optax.sgd", kind="go
 pytest_plugins = ["pytester"]
 
 
-def test_the_723_contract_report_is_14_failure_patterns_across_apis():
+def test_the_723_contract_report_is_14_failure_patterns_across_apis() -> None:
     """One finding per failure pattern: the 29 differing rows of the
     2026-12-01 gate run are 14 findings, not 23 as per API (9 of them the
     losses' input checks, one per loss and error type). The state's dtype
@@ -65,14 +68,15 @@ def test_the_723_contract_report_is_14_failure_patterns_across_apis():
     assert len(set(keys)) == len(keys)
 
 
-def test_the_rows_of_a_merged_finding_sit_together_test_by_test():
+def test_the_rows_of_a_merged_finding_sit_together_test_by_test() -> None:
     """The line links each test to its first row (``#fN-M``): the rows of one
     test must be consecutive even when they come from several APIs."""
-    rows = [
+    rows: Any = [
         row("a.py::test_x", "boom", api="optax.a"),
         row("a.py::test_y", "boom", api="optax.a"),
         row("b.py::test_x", "boom", api="optax.b"),
     ]
+    report: Any
     for report in ({**REAL_723, "contracts": rows, "findings": findings.group(rows)}, REAL_723):
         text = report_markdown.render(report)
         for f in causes.of_report(report["contracts"]):
@@ -84,7 +88,7 @@ def test_the_rows_of_a_merged_finding_sit_together_test_by_test():
                 assert f"::test_{name.replace(' ', '_')}" in target
 
 
-def test_a_snapshot_drift_row_says_what_drifted_never_passed_failed():
+def test_a_snapshot_drift_row_says_what_drifted_never_passed_failed() -> None:
     for report in (REAL, REAL_723):
         text = report_markdown.render(report)
         snapshot_rows = [ln for ln in text.splitlines() if "| snapshot |" in ln]
@@ -112,7 +116,7 @@ def test_a_snapshot_drift_row_says_what_drifted_never_passed_failed():
     )
 
 
-def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytest_text():
+def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytest_text() -> None:
     text = report_markdown.render(REAL_723)
     fixed = [ln for ln in text.splitlines() if "| defect no longer reproduces |" in ln]
     assert len(fixed) == 4
@@ -131,7 +135,7 @@ def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytes
     )
 
 
-def test_pytest_text_in_words():
+def test_pytest_text_in_words() -> None:
     assert details.pytest_words("Failed: DID NOT RAISE <class 'TypeError'>") == "did not raise TypeError"
     assert (
         details.pytest_words(
@@ -163,8 +167,8 @@ def test_pytest_text_in_words():
     assert skipped[0]["cause"] == "passed → skipped: needs x64"  # outcomes a change does not imply stay
 
 
-def test_bare_assert_texts_merge_across_apis_only_for_the_same_test():
-    rows = [
+def test_bare_assert_texts_merge_across_apis_only_for_the_same_test() -> None:
+    rows: Any = [
         row("a.py::test_count", "assert 1 == 0", api="optax.a"),
         row("b.py::test_count", "assert 2 == 0", api="optax.b"),
         row("c.py::test_other", "assert 1 == 0", api="optax.c"),
@@ -172,8 +176,8 @@ def test_bare_assert_texts_merge_across_apis_only_for_the_same_test():
     assert [f["apis"] for f in findings.group(rows)] == [["optax.a", "optax.b"], ["optax.c"]]
 
 
-def test_many_apis_are_named_up_to_ten():
-    rows = [row(f"t.py::test_x[{i}]", "boom", api=f"optax.f{i:02d}") for i in range(13)]
+def test_many_apis_are_named_up_to_ten() -> None:
+    rows: Any = [row(f"t.py::test_x[{i}]", "boom", api=f"optax.f{i:02d}") for i in range(13)]
     (f,) = findings.group(rows)
     assert f["api"] == "13 APIs" and len(f["apis"]) == 13
     assert (
@@ -216,7 +220,7 @@ def test_outside_the_block():
 """
 
 
-def test_an_exception_escaping_pytest_raises_names_what_was_expected(pytester):
+def test_an_exception_escaping_pytest_raises_names_what_was_expected(pytester: pytest.Pytester) -> None:
     _, log = run_log(pytester, RAISES)
     got = {cid.split("::")[1]: c.detail for cid, c in log.contracts.items()}
     assert got["test_wrong_type"] == "raised TypeError instead of AssertionError: negative: -1"
@@ -254,13 +258,13 @@ loss:
 """
 
 
-def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
+def test_a_values_snapshot_drift_says_what_moved_not_passed_failed() -> None:
     detail = outcomes.values_drift(NDARRAYS_MESSAGE)
     assert detail == (
         "snapshot drift of values: `result` 2 of 2 elements, largest 0.071 (relative 0.22); `loss` 1 of 1 "
         "elements: 0.1083 where 0.1808 was recorded"
     )
-    rows = [
+    rows: Any = [
         row(
             "tests/contracts/test_surface_sweep.py::test_values[optax.losses.dice_loss]",
             detail,
@@ -276,14 +280,14 @@ def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
     assert outcomes.values_drift("AssertionError: assert 1 == 2") == ""
 
 
-def test_pytests_string_diff_is_not_part_of_the_expected_value():
+def test_pytests_string_diff_is_not_part_of_the_expected_value() -> None:
     assert (
         details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError")
         == "now raises TypeError (ok in the baseline)"
     )
 
 
-def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index():
+def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index() -> None:
     """A 2-d array's index is a tuple with a space (``(0, 1)``): the drift still names its first element."""
     message = (
         "AssertionError: Values are not sufficiently close.\n\nloss:\n  Shape: (2, 2)\n"

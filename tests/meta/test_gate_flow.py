@@ -7,38 +7,40 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from optax_gate.gate import cli, cli_parser
+from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.inputs import validate
-from optax_gate.gate.inputs.options import EnvironmentOptions
+from optax_gate.gate.inputs.options import EnvironmentOptions, GateOptions
 from optax_gate.gate.install import environments, extras
 from optax_gate.gate.run import evidence, pytest_process, runner
 from tests.meta.support.gate_cli import gate_cli, uv_env
 from tests.meta.support.late_phases import run_gate
 from tests.meta.support.paths import LOCK, ROOT
 
-PROBE_OK = ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
+PROBE_OK: Any = ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
 
 
 @pytest.mark.parametrize("stage", ["install", "import"])
 @pytest.mark.parametrize("failing", ["baseline", "candidate"])
 def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract_runs(
-    tmp_path, monkeypatch, capsys, failing, stage
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], failing: Any, stage: Any
+) -> None:
     built, ran = [], []
 
-    def side_of(lock):
+    def side_of(lock: Any) -> Any:
         return "candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"
 
-    def ensure(folder, lock, *args, **kwargs):
+    def ensure(folder: Any, lock: Any, *args: Any, **kwargs: Any) -> Any:
         built.append(side_of(lock))
         if stage == "install" and side_of(lock) == failing:
             raise environments.EnvironmentFailure("install", "no matching distribution for optax==9.9.9")
         return tmp_path / side_of(lock) / "bin" / "python"
 
-    def probe(python):
+    def probe(python: Any) -> Any:
         if stage == "import" and python.parent.parent.name == failing:
             return {"python": "3.12"}, "ImportError: cannot import name 'nnx'", [], {}
         return PROBE_OK
@@ -64,7 +66,7 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     assert f"{failing} cannot be installed or imported, so the {other} is not run" in capsys.readouterr().err
 
 
-def test_refused_runs_do_not_push_complete_runs_out_of_keep(tmp_path):
+def test_refused_runs_do_not_push_complete_runs_out_of_keep(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run_gate(tmp_path, extra=["--keep", "1"]).returncode == 0
     complete = (out / evidence.LATEST).resolve()
@@ -82,15 +84,17 @@ def test_refused_runs_do_not_push_complete_runs_out_of_keep(tmp_path):
 @pytest.mark.parametrize(
     ("option", "value"), [("--timeout", "0"), ("--timeout", "-5"), ("--timeout", "nan"), ("--keep", "0")]
 )
-def test_a_time_limit_or_keep_below_one_is_refused(tmp_path, capsys, option, value):
+def test_a_time_limit_or_keep_below_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: Any, value: Any
+) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["gate", "optax==0.2.8", option, value, "--out", str(tmp_path / "out")])
     assert exc.value.code == 2 and f"argument {option}: must be" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
-def _fake_wheel(extras_defined):
-    def run_uv(stage, args, timeout):
+def _fake_wheel(extras_defined: Any) -> Any:
+    def run_uv(stage: Any, args: Any, timeout: Any) -> Any:
         target = Path(args[args.index("--target") + 1])
         name, version = args[-1].split("==")
         info = target / f"{name}-{version}.dist-info"
@@ -104,7 +108,9 @@ def _fake_wheel(extras_defined):
     return run_uv
 
 
-def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones(monkeypatch):
+def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(environments, "run_uv", _fake_wheel(["docs", "test"]))
     with pytest.raises(
         validate.InvalidInput, match=r"optax 0\.2\.6 defines no extra named 'examples' \(its extras: docs, test\)"
@@ -117,7 +123,7 @@ def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones
 
 
 @pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
-def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
+def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path: Path) -> None:
     out = tmp_path / "out"
     status, _stdout, stderr, _seconds = gate_cli(
         "optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out, env=uv_env(), timeout=300
@@ -129,7 +135,9 @@ def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
     assert "defines no extra named 'examples'" in json.loads((out / "not-judged.json").read_text())["reasons"][0]
 
 
-def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, monkeypatch):
+def test_the_progress_total_is_known_once_for_both_pytest_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The single-device process collects 10 contracts, the multi-device one 4:
     every progress call says 14, and the multi-device contracts run only once
     the single-device process has ended (its go file)."""
@@ -137,7 +145,7 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
 
     calls, events = [], []
 
-    def fake_pytest(call, timeout, on_progress, stop=None):
+    def fake_pytest(call: Any, timeout: Any, on_progress: Any, stop: Any = None) -> Any:
         folder, env = call.folder, call.env
         if folder == devices.MULTIDEVICE_DIR:
             on_progress(0, 0)  # still collecting
@@ -165,7 +173,7 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
     assert calls[-1] == (14, 14) and [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
-def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_path):
+def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_path: Path) -> None:
     """The plugin's side of the fixed total (``$OPTAX_GATE_GO``), on a real pytest run."""
     import os
     import sys
@@ -201,7 +209,7 @@ def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_
     assert (tmp_path / "ran").exists()
 
 
-def _help(*command):
+def _help(*command: Any) -> Any:
     import sys
 
     proc = subprocess.run(
@@ -211,7 +219,7 @@ def _help(*command):
     return proc.stdout
 
 
-def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses():
+def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses() -> None:
     for command in ((), ("gate",), ("matrix",), ("compare",)):
         assert "``" not in _help(*command), f"reST markup in {command} --help"
     matrix = _help("matrix")
@@ -227,7 +235,7 @@ def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses():
         assert broken_row in fail, f"the exit status 1 line does not name {broken_row}"
 
 
-def test_help_names_no_internal_module_and_explains_compare():
+def test_help_names_no_internal_module_and_explains_compare() -> None:
     for command in ((), ("gate",), ("matrix",), ("compare",)):
         assert "optax_gate." not in _help(*command), f"an internal module name in {command} --help"
     compare = _help("compare")
@@ -238,7 +246,9 @@ def test_help_names_no_internal_module_and_explains_compare():
     )
 
 
-def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_options(tmp_path, monkeypatch):
+def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``gate --upstream-tests``: the cross-run gets both sides' site-packages and interpreters, the
     results cache's folder, the contract timeout and each side's JAX variables, and its section goes
     into the report; a side that did not run leaves it out."""
@@ -246,12 +256,13 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     from optax_gate.gate.inputs import options as opts
     from optax_gate.gate.upstream import upstream_tests
 
-    got = []
-    monkeypatch.setattr(
-        upstream_tests,
-        "cross_run",
-        lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1},
-    )
+    got: list[tuple[Any, Any, Any]] = []
+
+    def cross_run(sites: Any, pythons: Any, options: Any, say: Any) -> dict[str, int]:
+        got.append((sites, pythons, options))
+        return {"x": 1}
+
+    monkeypatch.setattr(upstream_tests, "cross_run", cross_run)
     monkeypatch.setattr(assemble, "with_upstream_tests", lambda report, section: report.update(upstream_tests=section))
     env = opts.EnvironmentOptions(
         project_root=tmp_path,
@@ -271,9 +282,9 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
         upstream_tests=True,
     )
     learned = gate_flow.Learned(pythons=(Path("b/python"), Path("c/python")), jax_envs=({"J": "b"}, {"J": "c"}))
-    records = ({"status": "ran", "site_packages": "b/site"}, {"status": "ran", "site_packages": "c/site"})
-    report = {}
-    gate_flow.upstream_cross_run(report, records, options, learned, lambda m: None)
+    records: Any = ({"status": "ran", "site_packages": "b/site"}, {"status": "ran", "site_packages": "c/site"})
+    report: Any = {}
+    gate_flow.upstream_cross_run(report, records, options, learned, Progress())
     ((sites, pythons, given),) = got
     assert sites == {"baseline": Path("b/site"), "candidate": Path("c/site")}
     assert pythons == {"baseline": Path("b/python"), "candidate": Path("c/python")}
@@ -282,24 +293,24 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     )
     assert report == {"upstream_tests": {"x": 1}}
     gate_flow.upstream_cross_run(
-        report := {}, ({"status": "not-verified"}, records[1]), options, learned, lambda m: None
+        report := cast(Any, {}), ({"status": "not-verified"}, records[1]), options, learned, Progress()
     )
     assert report == {} and len(got) == 1
 
 
-def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
+def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path: Path) -> None:
     """With ``--run`` and no ``--usage`` the team's code is its --run-dir's folder, and the console says so:
     without a scan of its code every broken surface row would count, failing a team whose run is bit for bit
     the same for rows no line of its code uses (for example ``optax.monte_carlo`` removed, the losses'
     keyword-only arguments)."""
-    from optax_gate.gate import cli, gate_inputs
+    from optax_gate.gate import gate_inputs
 
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text("import optax\ntx = optax.sgd(0.1)\n")
-    said = []
+    said: list[str] = []
     args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
-    checked = gate_inputs.check_inputs(cli.options(args), said.append)
+    checked = gate_inputs.check_inputs(_gate_options(args), said.append)
     assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
     assert any(
         s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
@@ -310,10 +321,19 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     args = cli_parser.parse(
         ["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")]
     )
-    assert gate_inputs.check_inputs(cli.options(args), said.append).usage == (
+    assert gate_inputs.check_inputs(_gate_options(args), said.append).usage == (
         tmp_path / "other",
     )  # --usage given: it decides
     assert (
-        gate_inputs.check_inputs(cli.options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan
+        gate_inputs.check_inputs(_gate_options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan
         is None
     )
+
+
+def _gate_options(args: Any) -> GateOptions:
+    """The parsed ``gate`` command line's options (``cli.options`` gives each command's own kind)."""
+    from optax_gate.gate import cli
+
+    options = cli.options(args)
+    assert isinstance(options, GateOptions)
+    return options

@@ -11,6 +11,8 @@ unresolvable gates (exit 2 in under 2 s each) deleted the real run and made
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,12 +36,12 @@ sys.exit(cli.main(["gate", "optax==0.2.99", "--out", {out!r}, "--keep", "3", "--
 """
 
 
-def _run(cmd):
+def _run(cmd: Any) -> Any:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.timeout(600)  # 21 gate processes of about 1-2 s each, slower on a loaded machine
-def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_run(tmp_path):
+def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
     judged = _run(fake_gate(tmp_path, pause=0))
     assert judged.returncode == 0, judged.stderr
@@ -77,7 +79,7 @@ def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_
     assert sorted((out / "runs").iterdir()) == sorted([run, (out / evidence.NOT_JUDGED_LINK).resolve()])
 
 
-def test_judged_runs_count_toward_keep_and_a_newer_judged_run_moves_latest(tmp_path):
+def test_judged_runs_count_toward_keep_and_a_newer_judged_run_moves_latest(tmp_path: Path) -> None:
     out = tmp_path / "out"
     firsts = []
     for _ in range(2):
@@ -96,7 +98,7 @@ def test_judged_runs_count_toward_keep_and_a_newer_judged_run_moves_latest(tmp_p
     )
 
 
-def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(tmp_path):
+def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = _run(fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")]))
     assert proc.returncode == 2
@@ -105,7 +107,7 @@ def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(
     assert json.loads((out / "not-judged.json").read_text())["verdict"] == "not-verified"
 
 
-def test_a_report_judged_only_when_both_sides_ran():
+def test_a_report_judged_only_when_both_sides_ran() -> None:
     ran, stopped = {"status": "ran"}, {"status": "not-verified"}
     assert evidence.judged({"baseline": ran, "candidate": ran})
     assert not evidence.judged({"baseline": ran, "candidate": stopped})
@@ -113,7 +115,7 @@ def test_a_report_judged_only_when_both_sides_ran():
     assert not evidence.judged({})
 
 
-def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_differences():
+def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_differences() -> None:
     """A run that compared nothing says so, with its reason and each side's status, in report.md and
     report.html alike: never "0 broken, ... (of 0 contracts)", "API surface (no differences)" or
     "Dependencies ... resolution failed?"."""
@@ -139,7 +141,7 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     assert md.count("does not exist") == 1 and "- baseline: status **not-verified** — the reason above" in md, md
 
 
-def test_the_speed_plot_the_report_links_to_is_found_beside_the_report_md_link(tmp_path):
+def test_the_speed_plot_the_report_links_to_is_found_beside_the_report_md_link(tmp_path: Path) -> None:
     """report.md shows ``![...](speed.svg)``; opened as OUT/report.md (a link to latest/report.md) a browser
     looks for OUT/speed.svg, so the plot is linked there too."""
     root = tmp_path / "out"

@@ -8,7 +8,7 @@ from optax_gate.pytest_plugin import DEFAULT_LEDGER, load_ledger
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_ledger_entry_is_pinned_by_a_contract_and_every_marker_is_in_the_ledger():
+def test_every_ledger_entry_is_pinned_by_a_contract_and_every_marker_is_in_the_ledger() -> None:
     ledger = load_ledger(ROOT / DEFAULT_LEDGER)
     used = set()
     sources = [*(ROOT / "tests" / "contracts").rglob("test_*.py"), *(ROOT / "src" / "optax_gate").rglob("*.py")]

@@ -13,6 +13,7 @@ patched."""
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,9 @@ UNWRITABLE = {
 
 
 @pytest.mark.parametrize("case", list(UNWRITABLE))
-def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_linked_and_whole(tmp_path, case):
+def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_linked_and_whole(
+    tmp_path: Path, case: Any
+) -> None:
     phase, under, only_top, extra = UNWRITABLE[case]
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0
@@ -157,7 +160,7 @@ LATE = {
 
 
 @pytest.mark.parametrize("case", list(LATE))
-def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, case):
+def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path: Path, case: Any) -> None:
     import jsonschema
 
     patch, extra, reason = LATE[case]
@@ -190,7 +193,7 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     assert reason.split(": RuntimeError")[0] in proc.stderr
 
 
-def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_links(tmp_path):
+def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_links(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0
     linked, report_md = links(out), (out / "report.md").read_bytes()
@@ -220,7 +223,9 @@ setattr(importlib.import_module("optax_gate.gate.{module}"), {name!r}, _stop)
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize(("module", "name"), [("speed.readings", "measure"), ("diffs.unseen", "beyond")])
-def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tmp_path, module, name, sig):
+def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(
+    tmp_path: Path, module: Any, name: Any, sig: Any
+) -> None:
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0
     linked, report_md = links(out), (out / "report.md").read_bytes()
@@ -233,7 +238,7 @@ def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tm
 
 
 @pytest.mark.parametrize("module", ["team_code.usage", "team_code.binding", "team_code.call_sites"])
-def test_an_error_in_a_usage_module_names_the_usage_phase(module):
+def test_an_error_in_a_usage_module_names_the_usage_phase(module: Any) -> None:
     """An error raised from any module of the ``--usage`` matching (``usage``, ``binding``, ``call_sites``) is named
     by its phase, whichever of them holds the code. The fake environments of the test above have no surface diff, so
     ``binding.match`` never runs there."""

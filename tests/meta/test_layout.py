@@ -4,6 +4,7 @@ libraries under test, and every contract module has its mutants family."""
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from optax_gate import mutants
 from optax_gate.gate.run import devices
@@ -13,7 +14,7 @@ GATE = ROOT / "src" / "optax_gate" / "gate"
 UNDER_TEST = ("jax", "jaxlib", "optax", "flax", "orbax", "numpy")
 
 
-def test_importing_every_gate_module_imports_no_library_under_test():
+def test_importing_every_gate_module_imports_no_library_under_test() -> None:
     """A gate that imports JAX could not judge a candidate whose JAX does not
     import; nor should the tool environment need JAX at all."""
     modules = [
@@ -29,7 +30,7 @@ def test_importing_every_gate_module_imports_no_library_under_test():
     assert out.strip() == "[]", f"the gate half imports {out.strip()} (modules: {modules})"
 
 
-def test_the_mutants_entry_point_starts_without_the_report_tools():
+def test_the_mutants_entry_point_starts_without_the_report_tools() -> None:
     """The mutants session's environment holds the baseline lock and this project only, not the report
     tools the tests session adds (griffe, jsonschema, matplotlib): its entry point, ``--contracts``
     parsing included, must start without them (importing the --usage checks, for example, would crash
@@ -45,7 +46,7 @@ def test_the_mutants_entry_point_starts_without_the_report_tools():
     assert done.returncode == 0 and "--contracts" in done.stdout, done.stderr[-2000:]
 
 
-def test_every_contract_module_has_a_mutant_family_and_back():
+def test_every_contract_module_has_a_mutant_family_and_back() -> None:
     """Built-in contract modules (``tests/contracts/test_*.py`` and
     ``tests/contracts/multidevice/test_*.py``) have a mirroring
     ``src/optax_gate/mutants/families/<name>.py``; modules in sub-folders (a team's own)
@@ -65,7 +66,7 @@ def test_every_contract_module_has_a_mutant_family_and_back():
             )
 
 
-def _global_names(code):
+def _global_names(code: Any) -> Any:
     """Names a function (and the functions nested in it) may load as globals:
     its names less its local variables (a local ``from ... import`` binds one)."""
     import types
@@ -77,7 +78,7 @@ def _global_names(code):
     return names - local
 
 
-def test_every_mutant_names_only_globals_its_module_defines():
+def test_every_mutant_names_only_globals_its_module_defines() -> None:
     """A mutant module split from another must import every helper it uses
     (``upcast``, ``perturbed_under_jit``...): checked here without running
     JAX, where the mutants session would find it only after minutes."""
@@ -93,7 +94,7 @@ def test_every_mutant_names_only_globals_its_module_defines():
         assert not missing, f"mutant {m.name} ({module.__name__}) uses {sorted(missing)} without importing them"
 
 
-def test_every_row_of_a_mutant_shape_table_is_registered_by_the_module_its_comment_names():
+def test_every_row_of_a_mutant_shape_table_is_registered_by_the_module_its_comment_names() -> None:
     """A row of ``mutants/shapes.py``'s tables is a mutant only once a family registers it (``jit_differs``,
     ``jit_differs_value``): a row without its line would be a shape no contract is checked against. Each row's
     comment names the family module that registers it; that module's contracts are the ones it runs against."""

@@ -3,6 +3,10 @@ fake package index (no network)."""
 
 import json
 import re
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from optax_gate.gate import cli
 from optax_gate.gate.matrix import discovery
@@ -12,7 +16,7 @@ from tests.meta.support.matrix_fakes import OTHER_APIS, REQUIREMENTS_IN, fake_fe
 from tests.meta.support.records import record
 
 
-def test_releases_skip_prereleases_and_yanked():
+def test_releases_skip_prereleases_and_yanked() -> None:
     assert [str(v) for v in discovery.releases("optax", fake_fetch)] == ["0.2.5", "0.2.6", "0.2.7", "0.2.8"]
     assert [str(v) for v in discovery.releases("flax", fake_fetch)] == ["0.12.12"]
     assert [str(v) for v in discovery.newer_than("optax", "0.2.6", fake_fetch)] == ["0.2.7", "0.2.8"]
@@ -23,7 +27,7 @@ def test_releases_skip_prereleases_and_yanked():
     ]
 
 
-def test_plan_covers_each_newer_release_and_all_newest():
+def test_plan_covers_each_newer_release_and_all_newest() -> None:
     envs, found = matrix.plan(REQUIREMENTS_IN, fetch=fake_fetch)
     assert found == {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0", "0.12.0.1"], "flax": []}
     assert {e.name: e.specs for e in envs} == {
@@ -35,7 +39,7 @@ def test_plan_covers_each_newer_release_and_all_newest():
     }
 
 
-def merged():
+def merged() -> Any:
     envs, found = matrix.plan(REQUIREMENTS_IN, fetch=fake_fetch)
     base = record(golden_a="passed", golden_b="passed")
     runs = {
@@ -46,7 +50,7 @@ def merged():
     return matrix.merge(base, runs, {"environments": [e.to_json() for e in envs], "discovered": found})
 
 
-def test_merge_gives_each_environment_its_verdict_and_reason():
+def test_merge_gives_each_environment_its_verdict_and_reason() -> None:
     report = merged()
     verdicts = {e["name"]: (e["verdict"], e["reasons"][:1]) for e in report["environments"]}
     assert verdicts["optax-0.2.7"] == (
@@ -61,7 +65,7 @@ def test_merge_gives_each_environment_its_verdict_and_reason():
     assert cell == {"outcome": "failed", "change": "broken", "detail": "failed detail"}
 
 
-def test_merge_counts_each_api_per_environment_differing_first():
+def test_merge_counts_each_api_per_environment_differing_first() -> None:
     report = real_matrix()
     apis = [a["api"] for a in report["apis"]]
     assert apis[:3] == ["optax.MultiSteps", "optax.add_decayed_weights", "optax.inject_hyperparams"]
@@ -80,7 +84,7 @@ def test_merge_counts_each_api_per_environment_differing_first():
     )
 
 
-def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_not_run():
+def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_not_run() -> None:
     report = real_matrix()
     page = report_matrix.html_grid(report)
     assert page.startswith("<!doctype html>") and "<script" not in page and "<details open" not in page
@@ -99,7 +103,7 @@ def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_no
     assert page.count('<details class="api"') == len(report["apis"])
 
 
-def test_markdown_puts_the_api_rows_first_and_names_a_not_run_environment_once():
+def test_markdown_puts_the_api_rows_first_and_names_a_not_run_environment_once() -> None:
     text = report_matrix.markdown(real_matrix())
     assert text.index("## APIs × environments") < text.index("## Contracts that differ somewhere (13 of 37)")
     assert (
@@ -110,7 +114,7 @@ def test_markdown_puts_the_api_rows_first_and_names_a_not_run_environment_once()
     assert "gone" not in text.split("## Contracts that differ somewhere")[1]
 
 
-def test_markdown_and_html_show_the_grid():
+def test_markdown_and_html_show_the_grid() -> None:
     report = merged()
     text = report_matrix.markdown(report)
     assert "| `optax-0.2.8` (optax==0.2.8) | **fail** | 1 |" in text
@@ -121,7 +125,7 @@ def test_markdown_and_html_show_the_grid():
     assert 'class="broken" style="background:#d7301f"' in page
 
 
-def test_cli_merge_reads_plan_and_runs(tmp_path):
+def test_cli_merge_reads_plan_and_runs(tmp_path: Path) -> None:
     envs, found = matrix.plan(REQUIREMENTS_IN, fetch=fake_fetch)
     (tmp_path / "runs").mkdir()
     (tmp_path / "plan.json").write_text(json.dumps({"discovered": found, "environments": [e.to_json() for e in envs]}))
@@ -133,11 +137,13 @@ def test_cli_merge_reads_plan_and_runs(tmp_path):
     assert (tmp_path / "report.html").exists() and (tmp_path / "report.md").exists()
 
 
-def test_cli_merge_without_a_plan_is_not_verified(tmp_path):
+def test_cli_merge_without_a_plan_is_not_verified(tmp_path: Path) -> None:
     assert cli.main(["matrix", "--merge", "--out", str(tmp_path)]) == 2
 
 
-def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypatch, capsys):
+def test_cli_plan_then_one_environment_per_runner_then_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The CI fan-out without GitHub: --plan lists the environments, each
     runner runs --only NAME into runs/, the merge step combines them."""
     from optax_gate.gate.install import environments
@@ -145,7 +151,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
 
     monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
 
-    def fake_compile(req_in, out, *a, **k):
+    def fake_compile(req_in: Any, out: Any, *a: Any, **k: Any) -> Any:
         out.write_text(req_in.read_text())
         return out
 
@@ -153,7 +159,16 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed"}
 
-    def fake_run(python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra):
+    def fake_run(
+        python: Any,
+        label: Any,
+        out_dir: Any,
+        env: Any,
+        how: Any = None,
+        on_progress: Any = None,
+        probed: Any = None,
+        **extra: Any,
+    ) -> Any:
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
         return {**record(golden_a=outcomes[label]), "label": label, **extra}
@@ -185,7 +200,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     }
 
 
-def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path):
+def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path: Path) -> None:
     """Issue 10: surface / warnings / dependencies, one row each, a cell per
     environment with its counts, coloured by the worst."""
     from optax_gate.gate.report import matrix_page as report_matrix

@@ -9,6 +9,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any, TextIO, cast
 
 import pytest
 
@@ -24,7 +25,7 @@ from tests.meta.support.records import record
 
 
 @pytest.fixture
-def fake_matrix(tmp_path, monkeypatch):
+def fake_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Fake index, resolver, installs and contract runs: each environment runs
     10 contracts, says 3/10 early, then is quiet for ``quiet`` seconds."""
     monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
@@ -32,9 +33,18 @@ def fake_matrix(tmp_path, monkeypatch):
         environments, "compile_lock", lambda req_in, out, *a, **k: out.write_text(req_in.read_text()) and out
     )
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
-    state = {"quiet": 0.0, "outcomes": {"baseline": "passed"}, "ran": []}
+    state: dict[str, Any] = {"quiet": 0.0, "outcomes": {"baseline": "passed"}, "ran": []}
 
-    def fake_run(python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra):
+    def fake_run(
+        python: Any,
+        label: Any,
+        out_dir: Any,
+        env: Any,
+        how: Any = None,
+        on_progress: Any = None,
+        probed: Any = None,
+        **extra: Any,
+    ) -> Any:
         state["ran"].append(label)
         if on_progress:
             on_progress(0, 0)  # still collecting
@@ -66,7 +76,9 @@ def fake_matrix(tmp_path, monkeypatch):
     return state
 
 
-def test_a_running_environment_says_how_far_it_got_at_least_every_heartbeat(fake_matrix, capsys):
+def test_a_running_environment_says_how_far_it_got_at_least_every_heartbeat(
+    fake_matrix: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake_matrix["quiet"] = 1.0
     fake_matrix["outcomes"]["optax-0.2.8"] = "passed"
     assert (
@@ -82,17 +94,17 @@ def test_a_running_environment_says_how_far_it_got_at_least_every_heartbeat(fake
     assert "environment 1 of 2" in err and "environment 2 of 2" in err
 
 
-def test_no_heartbeat_between_environments_or_after_the_run():
+def test_no_heartbeat_between_environments_or_after_the_run() -> None:
     lines = []
 
     class Sink:
-        def write(self, text):
+        def write(self, text: Any) -> None:
             lines.append(text)
 
-        def flush(self):
+        def flush(self) -> None:
             pass
 
-    with Heartbeat(every=0.05, stream=Sink()) as say:
+    with Heartbeat(every=0.05, stream=cast(TextIO, Sink())) as say:
         say("optax-0.2.8: building (or reusing) its environment")
         time.sleep(0.3)
         say.idle()
@@ -104,14 +116,18 @@ def test_no_heartbeat_between_environments_or_after_the_run():
         Heartbeat(every=0)
 
 
-def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, capsys, monkeypatch):
+def test_the_console_says_the_baseline_was_taken_from_the_cache(
+    fake_matrix: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     cached = {
         **record(golden_a="passed"),
         "label": "baseline",
         "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"},
     }
 
-    def look_up(side, lock, args, say):  # every contract module of the baseline found in the cache
+    def look_up(
+        side: Any, lock: Any, args: Any, say: Any
+    ) -> None:  # every contract module of the baseline found in the cache
         side.record = {**cached, **side.extra}
 
     monkeypatch.setattr(sides, "look_up", look_up)
@@ -124,7 +140,7 @@ def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, cap
     assert "taken from the cache `a1b2c3`, recorded 2026-12-01T02:00:00Z" in Path(report).read_text(encoding="utf-8")
 
 
-def merge_with(tmp_path, runs):
+def merge_with(tmp_path: Path, runs: Any) -> None:
     envs, found = matrix.plan(REQUIREMENTS_IN, fetch=fake_fetch)
     (tmp_path / "runs").mkdir(exist_ok=True)
     (tmp_path / "plan.json").write_text(json.dumps({"discovered": found, "environments": [e.to_json() for e in envs]}))
@@ -160,7 +176,9 @@ def merge_with(tmp_path, runs):
         ),
     ],
 )
-def test_fail_on_gives_a_scheduled_job_an_exit_status(tmp_path, capsys, runs, fail_on, status, met):
+def test_fail_on_gives_a_scheduled_job_an_exit_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: Any, fail_on: Any, status: Any, met: Any
+) -> None:
     merge_with(tmp_path, runs)
     assert (
         cli.main(["matrix", "--merge", "--out", str(tmp_path), *(["--fail-on", fail_on] if fail_on else [])]) == status
@@ -173,28 +191,28 @@ def test_fail_on_gives_a_scheduled_job_an_exit_status(tmp_path, capsys, runs, fa
     assert f"**Exit status {status}**" in text
 
 
-def test_a_baseline_that_did_not_run_is_exit_2_whatever_fail_on_says(tmp_path):
+def test_a_baseline_that_did_not_run_is_exit_2_whatever_fail_on_says(tmp_path: Path) -> None:
     merge_with(tmp_path, {})
     (tmp_path / "runs" / "baseline.json").write_text(json.dumps(record("not-verified", "install failed")))
     assert cli.main(["matrix", "--merge", "--out", str(tmp_path), "--fail-on", "broken"]) == 2
     assert cli.main(["matrix", "--merge", "--out", str(tmp_path)]) == 2
 
 
-def test_fail_on_is_refused_where_no_report_is_judged(tmp_path, capsys):
+def test_fail_on_is_refused_where_no_report_is_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["matrix", "--only", "baseline", "--fail-on", "broken", "--out", str(tmp_path)]) == 2
     assert "--fail-on judges the merged report" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["matrix", "--merge", "--fail-on", "everything", "--out", str(tmp_path)])
 
 
-def test_the_scheduled_workflow_fails_on_broken():
+def test_the_scheduled_workflow_fails_on_broken() -> None:
     from pathlib import Path
 
     text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
     assert "./noxw -s matrix -- --merge --fail-on broken" in text
 
 
-def test_progress_lines_from_two_threads_never_glue():
+def test_progress_lines_from_two_threads_never_glue() -> None:
     """The two sides print their progress from two threads: each line is written whole (print() writes a
     line's text and its newline apart), never glued as in "baseline: running the contractsoptax-gate
     [ 33.5 s] candidate: running the contracts"."""
@@ -202,7 +220,7 @@ def test_progress_lines_from_two_threads_never_glue():
     import threading
 
     class Slow(io.StringIO):
-        def write(self, text):  # a stream that lets the other thread run within a write, as a pipe may
+        def write(self, text: Any) -> Any:  # a stream that lets the other thread run within a write, as a pipe may
             for ch in text:
                 super().write(ch)
                 time.sleep(0)
@@ -210,10 +228,12 @@ def test_progress_lines_from_two_threads_never_glue():
 
     stream = Slow()
     say = progress.Progress(stream)
-    threads = [
-        threading.Thread(target=lambda side=side: [say(f"{side}: line {i}") for i in range(100)])
-        for side in ("baseline", "candidate")
-    ]
+
+    def write_lines(side: str) -> None:
+        for i in range(100):
+            say(f"{side}: line {i}")
+
+    threads = [threading.Thread(target=write_lines, args=(side,)) for side in ("baseline", "candidate")]
     for t in threads:
         t.start()
     for t in threads:

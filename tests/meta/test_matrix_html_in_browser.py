@@ -22,6 +22,7 @@ import struct
 import subprocess
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ REQUIRED = os.environ.get("OPTAX_GATE_REQUIRE_BROWSER") == "1"
 
 
 @pytest.fixture
-def browser(tmp_path):
+def browser(tmp_path: Path) -> Any:
     if CHROMIUM is None:
         if REQUIRED:
             pytest.fail(
@@ -68,6 +69,7 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes]]:
         elif kind == b"IDAT":
             idat += body
         pos += 12 + length
+    assert header is not None
     width, height, depth, colour, _, _, interlace = header
     assert depth == 8 and colour in (2, 6) and interlace == 0, header
     channels = 4 if colour == 6 else 3
@@ -98,7 +100,7 @@ def rows_with(rows: list[bytes], colour: str) -> list[int]:
     return [y for y, row in enumerate(rows) if rgb * 20 in row]
 
 
-def shoot(browser, page: Path, shot: Path, size: str) -> bytes:
+def shoot(browser: Any, page: Path, shot: Path, size: str) -> bytes:
     subprocess.run(
         [*browser, f"--screenshot={shot}", f"--window-size={size}", page.as_uri()],
         capture_output=True,
@@ -113,7 +115,7 @@ def shoot(browser, page: Path, shot: Path, size: str) -> bytes:
     return shot.read_bytes()
 
 
-def test_grid_opens_on_one_row_per_api_and_paints(browser, tmp_path):
+def test_grid_opens_on_one_row_per_api_and_paints(browser: Any, tmp_path: Path) -> None:
     report = real_matrix()
     n_apis = len(report["apis"])
     page = tmp_path / "report.html"

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ issues_file.write_text(json.dumps(issues))
 
 
 @pytest.fixture
-def fake_gh(tmp_path):
+def fake_gh(tmp_path: Path) -> Any:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(FAKE_GH.format(python=sys.executable))
@@ -58,7 +59,7 @@ def fake_gh(tmp_path):
     return bin_dir
 
 
-def env_row(name, verdict, broken=0, **extra):
+def env_row(name: Any, verdict: Any, broken: Any = 0, **extra: Any) -> Any:
     return {
         "name": name,
         "specs": [f"{name.split('-')[0]}==x"],
@@ -69,14 +70,14 @@ def env_row(name, verdict, broken=0, **extra):
     }
 
 
-def matrix_report(tmp_path, envs, status):
+def matrix_report(tmp_path: Path, envs: Any, status: Any) -> Any:
     apis = [{"api": "optax.adam", "cells": {e["name"]: {"broken": e["summary"]["broken"]} for e in envs}}]
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"kind": "matrix", "environments": envs, "apis": apis, "exit": {"status": status}}))
     return path
 
 
-def run(bin_dir, report, run_url):
+def run(bin_dir: Any, report: Any, run_url: Any) -> Any:
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(
         [sys.executable, str(SCRIPT), "--report", str(report), "--run-url", run_url],
@@ -87,12 +88,12 @@ def run(bin_dir, report, run_url):
     )
 
 
-def state(bin_dir):
+def state(bin_dir: Any) -> Any:
     calls = [json.loads(line) for line in (bin_dir / "calls.jsonl").read_text().splitlines()]
     return json.loads((bin_dir / "issues.json").read_text()), [c[:2] for c in calls]
 
 
-def test_broken_opens_one_issue_updates_it_and_green_closes_it(tmp_path, fake_gh):
+def test_broken_opens_one_issue_updates_it_and_green_closes_it(tmp_path: Path, fake_gh: Any) -> None:
     sources = [
         {
             "package": "optax",
@@ -142,7 +143,7 @@ def test_broken_opens_one_issue_updates_it_and_green_closes_it(tmp_path, fake_gh
     assert state(fake_gh)[1][-1] == ["issue", "list"]
 
 
-def test_a_missing_report_touches_no_issue_and_a_failing_gh_fails_the_step(tmp_path, fake_gh):
+def test_a_missing_report_touches_no_issue_and_a_failing_gh_fails_the_step(tmp_path: Path, fake_gh: Any) -> None:
     missing = run(fake_gh, tmp_path / "nothere.json", "https://ci/run/1")
     assert missing.returncode == 0 and "no report" in missing.stdout
     assert not (fake_gh / "calls.jsonl").exists()
@@ -151,7 +152,7 @@ def test_a_missing_report_touches_no_issue_and_a_failing_gh_fails_the_step(tmp_p
     assert failed.returncode == 1 and "HTTP 403" in failed.stderr
 
 
-def test_the_scheduled_workflow_runs_the_script_after_the_merge_with_issue_rights():
+def test_the_scheduled_workflow_runs_the_script_after_the_merge_with_issue_rights() -> None:
     text = (ROOT / ".github" / "workflows" / "matrix.yml").read_text()
     step = text[text.index("name: Open, update or close the tracking issue") :]
     assert "github.event_name == 'schedule'" in step and "always()" in step

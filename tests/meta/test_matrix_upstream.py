@@ -9,6 +9,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from optax_gate.gate import cli
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import discovery
@@ -20,7 +22,7 @@ from tests.meta.support.records import record
 from tests.meta.support.source_repos import commit, git
 
 
-def test_upstream_adds_optax_main_and_flax_main_from_their_default_branches():
+def test_upstream_adds_optax_main_and_flax_main_from_their_default_branches() -> None:
     envs, _ = matrix.plan(REQUIREMENTS_IN, fetch=fake_fetch, upstream=True)
     upstream = {e.name: e for e in envs if e.unreleased}
     assert list(upstream) == ["optax-main", "flax-main"] and [e.name for e in envs][-2:] == ["optax-main", "flax-main"]
@@ -31,7 +33,9 @@ def test_upstream_adds_optax_main_and_flax_main_from_their_default_branches():
     assert not any(e.unreleased or e.name.endswith("-main") for e in plain)
 
 
-def test_plan_upstream_on_the_command_line_lists_the_two_columns(tmp_path, monkeypatch, capsys):
+def test_plan_upstream_on_the_command_line_lists_the_two_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
@@ -63,7 +67,9 @@ def tiny_remote(tmp_path: Path, name: str) -> str:
 
 
 @needs_uv
-def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, monkeypatch):
+def test_upstream_columns_are_built_from_source_and_marked_unreleased(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
     monkeypatch.setattr(
         matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"), "flax": "https://127.0.0.1:9/google/flax"}
@@ -117,6 +123,6 @@ def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, 
     assert page.count('class="unreleased"') == 2
 
 
-def test_the_scheduled_workflow_asks_for_the_upstream_columns():
+def test_the_scheduled_workflow_asks_for_the_upstream_columns() -> None:
     text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
     assert "./noxw -s matrix -- --plan --upstream" in text

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from optax_gate.gate import cli
 from optax_gate.gate.diffs import unseen
@@ -33,7 +36,7 @@ FINDING = {
 }
 
 
-def section(modules=("_src/alias.py",)):
+def section(modules: Any = ("_src/alias.py",)) -> Any:
     fail = {
         "test": "_src/alias_test.py::AliasTest::test_adam",
         "text": "AssertionError: Arrays are not almost equal",
@@ -77,12 +80,18 @@ def section(modules=("_src/alias.py",)):
     }
 
 
-def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
+def _fan_out(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    runner_args: Any,
+    merge_args: Any,
+) -> Any:
     """--plan, then one --only runner per environment (with ``runner_args``), then --merge (with ``merge_args``);
     returns (report.json, report.md, the cross-run calls)."""
     monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
 
-    def fake_compile(req_in, out, *a, **k):
+    def fake_compile(req_in: Any, out: Any, *a: Any, **k: Any) -> Any:
         out.write_text(req_in.read_text())
         return out
 
@@ -94,7 +103,16 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     monkeypatch.setattr(unseen, "site_packages", lambda python: Path(python).parents[1] / "site-packages")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed", "jax-0.12.0.1": "passed", "all-newest": "passed"}
 
-    def fake_run(python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra):
+    def fake_run(
+        python: Any,
+        label: Any,
+        out_dir: Any,
+        env: Any,
+        how: Any = None,
+        on_progress: Any = None,
+        probed: Any = None,
+        **extra: Any,
+    ) -> Any:
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
         return {**record(golden_a=outcomes[label]), "label": label, **extra}
@@ -102,7 +120,7 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     monkeypatch.setattr(runner, "run", fake_run)
     calls = []
 
-    def fake_cross_run(sites, pythons, options, **kwargs):
+    def fake_cross_run(sites: Any, pythons: Any, options: Any, **kwargs: Any) -> Any:
         calls.append((sites, pythons))
         if "jax-0.12.0.1" in str(sites["candidate"]):
             raise pytest_run.CrossRunFailure("pytest exited 3: INTERNALERROR")
@@ -131,11 +149,13 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     return json.loads((out / "report.json").read_text()), (out / "report.md").read_text(), calls, out
 
 
-def _by_name(report):
+def _by_name(report: Any) -> Any:
     return {e["name"]: e for e in report["environments"]}
 
 
-def test_each_runner_cross_runs_its_environment_and_the_report_shows_it(tmp_path, monkeypatch, capsys):
+def test_each_runner_cross_runs_its_environment_and_the_report_shows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     report, md, calls, out = _fan_out(tmp_path, monkeypatch, capsys, ["--upstream-tests"], ["--upstream-tests"])
     # only the environments whose contracts ran, each against the baseline's environment
     assert len(calls) == 3
@@ -166,7 +186,9 @@ def test_each_runner_cross_runs_its_environment_and_the_report_shows_it(tmp_path
     assert "`jax-0.12.0.1`: could not run" in part and "INTERNALERROR" in part
 
 
-def test_a_merge_that_asks_for_the_cross_run_finds_it_missing(tmp_path, monkeypatch, capsys):
+def test_a_merge_that_asks_for_the_cross_run_finds_it_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Runners that did not cross-run (no --upstream-tests) and a merge that asks
     for it: each environment that ran is not verified (fail closed), and a merge
     that does not ask leaves the report as before."""
@@ -177,19 +199,23 @@ def test_a_merge_that_asks_for_the_cross_run_finds_it_missing(tmp_path, monkeypa
     assert "no upstream tests cross-run in its run record" in envs["all-newest"]["reasons"][0]
 
 
-def test_without_the_option_nothing_changes(tmp_path, monkeypatch, capsys):
+def test_without_the_option_nothing_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     report, md, calls, _ = _fan_out(tmp_path, monkeypatch, capsys, [], [])
     assert calls == [] and "Upstream tests" not in md
     assert _by_name(report)["all-newest"]["verdict"] == "pass"
 
 
-def test_the_scheduled_workflow_cross_runs_each_environment():
+def test_the_scheduled_workflow_cross_runs_each_environment() -> None:
     text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
     assert './noxw -s matrix -- --only "${ENVIRONMENT}" --upstream-tests' in text
     assert "./noxw -s matrix -- --merge --fail-on broken --upstream-tests" in text
 
 
-def test_the_grid_has_a_cross_run_row(tmp_path, monkeypatch, capsys):
+def test_the_grid_has_a_cross_run_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """One row in the API grid (report.md and report.html), a cell per
     environment: its findings by change, or that it could not run."""
     _, md, _, out = _fan_out(tmp_path, monkeypatch, capsys, ["--upstream-tests"], ["--upstream-tests"])

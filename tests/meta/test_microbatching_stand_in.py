@@ -21,7 +21,7 @@ sys.exit(pytest.main(["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-rs"
 """  # noqa: E501 (a script or page written out as it runs)
 
 
-def test_thestand_in_without_a_fault_passes_every_contract():
+def test_thestand_in_without_a_fault_passes_every_contract() -> None:
     proc = subprocess.run([sys.executable, "-c", RUN], cwd=ROOT, capture_output=True, text=True, timeout=600)
     tail = proc.stdout[-2000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail

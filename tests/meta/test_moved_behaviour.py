@@ -7,6 +7,7 @@ entry-point plugin loads as in the gate)."""
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,7 +60,9 @@ why = "0.2.7 only"
 """
 
 
-def _outcomes(pytester, baseline: str | None, monkeypatch) -> dict[str, tuple[str, str]]:
+def _outcomes(
+    pytester: pytest.Pytester, baseline: str | None, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, tuple[str, str]]:
     pytester.makepyfile(test_sample=SAMPLE)
     (pytester.path / "ledger.toml").write_text(LEDGER)
     pytester.makeini("[pytest]\nmoved_behaviour = ledger.toml\n")
@@ -77,7 +80,9 @@ def _outcomes(pytester, baseline: str | None, monkeypatch) -> dict[str, tuple[st
     return out
 
 
-def test_at_a_listed_baseline_a_contract_passes_only_when_it_fails_as_that_baseline_does(pytester, monkeypatch):
+def test_at_a_listed_baseline_a_contract_passes_only_when_it_fails_as_that_baseline_does(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     got = _outcomes(pytester, "0.2.8", monkeypatch)
     assert got["test_fails_as_listed"][0] == "passed"
     assert (
@@ -90,7 +95,9 @@ def test_at_a_listed_baseline_a_contract_passes_only_when_it_fails_as_that_basel
     assert got["test_not_listed"][0] == "failed"
 
 
-def test_at_the_pinned_baseline_the_entries_do_nothing(pytester, monkeypatch):
+def test_at_the_pinned_baseline_the_entries_do_nothing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A 0.2.6 -> 0.2.8 gate gives both sides the baseline's 0.2.6: every
     contract keeps its 0.2.6 expectation, so what 0.2.8 moved shows."""
     got = _outcomes(pytester, "0.2.6", monkeypatch)
@@ -103,7 +110,9 @@ def test_at_the_pinned_baseline_the_entries_do_nothing(pytester, monkeypatch):
     }
 
 
-def test_without_the_gates_variable_the_installed_optax_is_the_baseline(pytester, monkeypatch):
+def test_without_the_gates_variable_the_installed_optax_is_the_baseline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from importlib import metadata
 
     installed = metadata.version("optax")
@@ -126,7 +135,7 @@ def test_without_the_gates_variable_the_installed_optax_is_the_baseline(pytester
         ("[[other]]\nx = 1\n", "unknown tables"),
     ],
 )
-def test_a_malformed_ledger_is_refused_naming_the_entry(tmp_path, text, message):
+def test_a_malformed_ledger_is_refused_naming_the_entry(tmp_path: Path, text: Any, message: Any) -> None:
     path = tmp_path / "ledger.toml"
     path.write_text(text)
     with pytest.raises(
@@ -135,7 +144,7 @@ def test_a_malformed_ledger_is_refused_naming_the_entry(tmp_path, text, message)
         moved_behaviour.load(path)
 
 
-def test_disjoint_ranges_of_one_contract_are_kept():
+def test_disjoint_ranges_of_one_contract_are_kept() -> None:
     path = ROOT / "does-not-exist.toml"
     assert moved_behaviour.load(path) == []
     entries = [moved_behaviour.Entry("a::b", "==0.2.7", "x", "w"), moved_behaviour.Entry("a::b", ">=0.2.8", "y", "w")]
@@ -144,7 +153,7 @@ def test_disjoint_ranges_of_one_contract_are_kept():
     assert moved_behaviour.applicable(entries, "0.2.6") == {}
 
 
-def test_the_projects_ledger_is_well_formed_and_names_contracts_that_exist():
+def test_the_projects_ledger_is_well_formed_and_names_contracts_that_exist() -> None:
     entries = moved_behaviour.load(ROOT / moved_behaviour.LEDGER)
     for entry in entries:
         path, _, rest = entry.contract.partition("::")
@@ -153,7 +162,9 @@ def test_the_projects_ledger_is_well_formed_and_names_contracts_that_exist():
         assert re.search(rf"def {re.escape(function)}\(", (ROOT / path).read_text()), f"stale entry: {entry.contract}"
 
 
-def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkeypatch):
+def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``runner.run`` gives every pytest process the baseline lock's optax
     (``name==version``, or the version of a wheel built from source), whatever
     the side's own lock is."""
@@ -175,8 +186,13 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
         "",
     ]
 
-    seen = []
-    monkeypatch.setattr(runner, "run_parts", lambda call, *a, **k: seen.append(call.env) or [None])
+    seen: list[dict[str, str]] = []
+
+    def run_parts(call: Any, *a: Any, **k: Any) -> list[None]:
+        seen.append(call.env)
+        return [None]
+
+    monkeypatch.setattr(runner, "run_parts", run_parts)
     env = EnvironmentOptions(project_root=ROOT, baseline_lock=pinned, python="python3", envs_dir=tmp_path)
     record = runner.run(
         tmp_path / "python", "candidate", tmp_path / "out", env, probed=({"optax": "0.2.9"}, None, [], {})
@@ -188,7 +204,7 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
 # ------------------------------------------------------------------ rebaseline: what it accepts
 
 
-def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addresses():
+def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addresses() -> None:
     from optax_gate.gate.judge import moved_ledger
 
     line = (
@@ -226,7 +242,9 @@ def _log(path: Path, reports: list[tuple[str, str, str]]) -> Path:
     return path
 
 
-def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_holds_and_refuses_errors(tmp_path):
+def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_holds_and_refuses_errors(
+    tmp_path: Path,
+) -> None:
     from optax_gate.gate.judge import moved_ledger
 
     log = _log(
@@ -284,13 +302,13 @@ def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_hol
 
 
 def _rebaseline(
-    tmp_path,
-    monkeypatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     outcomes: dict[str, str],
     move: bool = False,
     lock_text: str | None = None,
     ledger_text: str = "",
-):
+) -> Any:
     """``rebaseline_flow.rebaseline`` with the environment and the contract
     run replaced: the run gives ``outcomes`` (node id -> passed/failed/error)."""
     from optax_gate.gate import rebaseline_flow
@@ -305,9 +323,9 @@ def _rebaseline(
         (project / moved_behaviour.LEDGER).write_text(ledger_text)
     lock = tmp_path / "lock-0.2.8.txt"
     lock.write_text(lock_text if lock_text is not None else "optax==0.2.8 \\\n    --hash=sha256:aa\n")
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    def run(python, label, out_dir, env, how=None, **kw):
+    def run(python: Any, label: Any, out_dir: Any, env: Any, how: Any = None, **kw: Any) -> Any:
         seen.update(baseline_lock=env.baseline_lock, extra_env=dict(how.extra_env))
         out_dir.mkdir(parents=True, exist_ok=True)
         _log(
@@ -338,7 +356,9 @@ def _rebaseline(
     return code, (moved_behaviour.load(ledger) if ledger.exists() else None), seen, lock, project, baseline_snapshots
 
 
-def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(tmp_path, monkeypatch):
+def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, entries, seen, lock, project, snaps = _rebaseline(
         tmp_path,
         monkeypatch,
@@ -361,7 +381,9 @@ def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(
     assert "Skipped at this baseline, 1 contracts of 1 APIs" in summary and "- `optax.adam`: d" in summary  # the reason
 
 
-def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_place(tmp_path, monkeypatch):
+def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, entries, seen, lock, project, snaps = _rebaseline(
         tmp_path, monkeypatch, {"tests/contracts/test_a.py::test_x": "passed"}, move=True
     )
@@ -381,8 +403,8 @@ def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_
     ],
 )
 def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(
-    tmp_path, monkeypatch, capsys, lock_text, said
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], lock_text: Any, said: Any
+) -> None:
     """rebaseline refuses, in one line and exit 2, what is not a hashed lock of optax: random bytes (no
     traceback, no gate-style report in reports/rebaseline), a missing file and a folder are each told what they
     are, not that they pin no optax; nothing is written."""
@@ -403,7 +425,9 @@ def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(
     assert not (tmp_path / "out").exists() and not (tmp_path / "tests").exists(), "a refusal wrote something"
 
 
-def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_holds(tmp_path, monkeypatch, capsys):
+def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     held = '[[moved]]\ncontract = "tests/contracts/test_a.py::test_held"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "w"\n'
     code, entries, *_ = _rebaseline(
         tmp_path / "b",
@@ -427,7 +451,7 @@ _RUNS_WITHOUT_A_GATES_BASELINE = {
 }
 
 
-def test_every_runner_of_contracts_passes_the_gates_baseline_optax():
+def test_every_runner_of_contracts_passes_the_gates_baseline_optax() -> None:
     """Each module that starts pytest either takes ``$OPTAX_GATE_BASELINE_OPTAX`` from
     ``runner.baseline_variables`` (a side, a matrix cell, a bisection's commit) or is
     listed above with the reason it runs at the baseline itself: a new runner must choose."""

@@ -45,20 +45,22 @@ def _module(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
-def test_a_crash_is_run_again_once(tmp_path, capsys, monkeypatch):
+def test_a_crash_is_run_again_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(Path(__file__).parents[2])  # the project's pyproject.toml, as the check runs
     failed, contracts = runner.failed_contracts(_module(tmp_path, CRASH_ONCE), None, tmp_path)
     assert (failed, len(contracts)) == (set(), 1)
     assert "crashed (SIGABRT)" in capsys.readouterr().out
 
 
-def test_a_third_crash_stops_the_check_and_says_where(tmp_path, monkeypatch):
+def test_a_third_crash_stops_the_check_and_says_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path(__file__).parents[2])
     with pytest.raises(RuntimeError, match=r"crashed \(SIGABRT\) at File .*test_crashing.py.*test_always_crashes"):
         runner.failed_contracts(_module(tmp_path, CRASH_ALWAYS), None, tmp_path)
 
 
-def test_crash_words_without_a_fault_handler_dump():
+def test_crash_words_without_a_fault_handler_dump() -> None:
     assert runner.crash_words(-signal.SIGKILL, "") == "crashed (SIGKILL)"
     assert runner.crash_words(-99, "") == "crashed (signal 99)"
 
@@ -102,7 +104,7 @@ def _family_digest(root: Path) -> str:
     return proof.digest(files, root)
 
 
-def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
+def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path: Path) -> None:
     from optax_gate.mutants import proof
 
     root = _project(tmp_path)
@@ -134,7 +136,7 @@ def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
         before = digest()
 
 
-def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
+def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path: Path) -> None:
     """A known defect no file of the family names, or a moved-behaviour entry of another contract module,
     leaves its digest as it is; one it names moves it; a ledger that does not parse counts whole."""
 
@@ -163,7 +165,7 @@ def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
     assert digest() != before
 
 
-def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path):
+def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path: Path) -> None:
 
     root = _project(tmp_path)
     pyproject = root / "pyproject.toml"
@@ -182,7 +184,7 @@ def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path):
     assert digest() != before
 
 
-def test_the_moved_entries_a_family_meets_count_in_any_order(tmp_path):
+def test_the_moved_entries_a_family_meets_count_in_any_order(tmp_path: Path) -> None:
     """``rebaseline`` rewrites the moved-behaviour ledger in its own order: the same entries move no proof."""
     root = _project(tmp_path)
     moved = root / "tests/contracts/moved_behaviour.toml"
@@ -197,7 +199,7 @@ def test_the_moved_entries_a_family_meets_count_in_any_order(tmp_path):
     assert digest() == before
 
 
-def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path):
+def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path: Path) -> None:
     from optax_gate.mutants import proof
 
     root = _project(tmp_path / "project")
@@ -206,7 +208,9 @@ def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path):
     assert proof.inputs("team", str(tmp_path / "team" / "test_t.py"), [], root) is None
 
 
-def test_changed_proves_only_families_whose_inputs_moved(tmp_path, monkeypatch, capsys):
+def test_changed_proves_only_families_whose_inputs_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``--changed``: a family whose recorded digest equals its inputs' stands proven and does not run."""
     from optax_gate import mutants
     from optax_gate.mutants import proof
@@ -225,7 +229,7 @@ def test_changed_proves_only_families_whose_inputs_moved(tmp_path, monkeypatch, 
     )
 
 
-def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answered_with_the_nearest():
+def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answered_with_the_nearest() -> None:
     import argparse
 
     from optax_gate import mutants
@@ -242,7 +246,7 @@ def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answer
         runner.family_of("lino")
 
 
-def test_changed_says_which_inputs_moved(tmp_path):
+def test_changed_says_which_inputs_moved(tmp_path: Path) -> None:
     from optax_gate.mutants import proof
 
     root = _project(tmp_path)

@@ -29,11 +29,11 @@ def _find_python(tools: Path, candidate: str) -> str:
     return out.stdout.strip()
 
 
-def test_a_python_is_found_before_the_tool_venv_exists(tmp_path):
+def test_a_python_is_found_before_the_tool_venv_exists(tmp_path: Path) -> None:
     assert _find_python(tmp_path / ".noxw", sys.executable) == sys.executable
 
 
-def test_a_python_inside_the_tool_venv_is_never_taken(tmp_path):
+def test_a_python_inside_the_tool_venv_is_never_taken(tmp_path: Path) -> None:
     venv_bin = tmp_path / ".noxw" / "venv" / "bin"
     venv_bin.mkdir(parents=True)
     inside = venv_bin / "python3.12"
@@ -65,14 +65,14 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return root, {**env, **{f"PY_{k.upper()}": v for k, v in pythons.items()}}
 
 
-def test_the_tool_venv_keeps_its_interpreter_when_another_python_comes_first_on_path(tmp_path):
+def test_the_tool_venv_keeps_its_interpreter_when_another_python_comes_first_on_path(tmp_path: Path) -> None:
     root, env = _project(tmp_path)
     out = subprocess.run(["bash", str(root / "noxw"), "--version"], capture_output=True, text=True, env=env, timeout=60)
     assert "installing" not in out.stderr, out.stderr
     assert out.stdout.startswith("stand-in nox"), out.stdout + out.stderr
 
 
-def test_optax_gate_python_chooses_the_interpreter_and_remakes_the_venv(tmp_path):
+def test_optax_gate_python_chooses_the_interpreter_and_remakes_the_venv(tmp_path: Path) -> None:
     root, env = _project(tmp_path)
     out = subprocess.run(
         ["bash", str(root / "noxw"), "--version"],

@@ -11,7 +11,9 @@ one API's several changes."""
 import functools
 import json
 from pathlib import Path
+from typing import Any, cast
 
+from optax_gate.gate.base.model import Finding
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import markdown as report_markdown
@@ -25,7 +27,7 @@ GONE = f"ModuleNotFoundError: No module named '{MC}'"
 row = functools.partial(contract_row, change="broken", api="optax.sgd", kind="acceptance")
 
 
-def monte_carlo_report():
+def monte_carlo_report() -> Any:
     sweep = "tests/contracts/test_surface_sweep.py"
     apis = [
         f"{MC}.{n}"
@@ -80,14 +82,14 @@ def monte_carlo_report():
     return {"contracts": rows, "surface": surface}
 
 
-def gate_findings(report):
+def gate_findings(report: Any) -> Any:
     """As the gate forms them: the contract findings, the broken rows beyond the contracts, merged
     (``optax_gate.gate.diffs.unseen.beyond``)."""
-    contract = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
+    contract: Any = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
     return contract, causes.merge(contract + unseen.broken_findings(report), report["contracts"])
 
 
-def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_surface():
+def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_surface() -> None:
     report = monte_carlo_report()
     before, after = gate_findings(report)
     beyond = unseen.broken_findings(report)
@@ -113,7 +115,7 @@ def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_sur
     assert [f["number"] for f in after] == [1, 2, 3]
 
 
-def none_gradients_rows():
+def none_gradients_rows() -> Any:
     now = (
         "ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key "
         "path, the prefix "
@@ -137,8 +139,8 @@ def none_gradients_rows():
     ]
 
 
-def test_a_defect_that_now_fails_otherwise_is_one_broken_finding_leading_with_the_new_failure():
-    rows = none_gradients_rows()
+def test_a_defect_that_now_fails_otherwise_is_one_broken_finding_leading_with_the_new_failure() -> None:
+    rows: Any = none_gradients_rows()
     assert sorted(f["change"] for f in findings.group(rows)) == ["broken", "fixed"]  # as read on 0.2.8
     (f,) = causes.of_report(rows)
     assert f["change"] == "broken" and f["changes"] == {"broken": 1, "fixed": 1}
@@ -153,12 +155,12 @@ def test_a_defect_that_now_fails_otherwise_is_one_broken_finding_leading_with_th
     assert "(2 contracts: 1 broken, 1 fixed: " in line
     from optax_gate.gate.report import html_page
 
-    rows_by_id = {r["id"]: r for r in rows}
+    rows_by_id: Any = {r["id"]: r for r in rows}
     page = html_page.finding_html(report_markdown.Page({"findings": [f], "contracts": rows}), f, rows_by_id)
     assert '<span class="change broken">broken</span> 1.' in page, page[page.find("finding") :][:600]
 
 
-def test_a_defect_that_now_changes_otherwise_without_breaking_is_one_changed_finding():
+def test_a_defect_that_now_changes_otherwise_without_breaking_is_one_changed_finding() -> None:
     rows = none_gradients_rows()
     rows[0] = {**rows[0], "change": "changed", "baseline": "passed", "candidate": "passed"}
     (f,) = causes.of_report(rows)
@@ -168,16 +170,16 @@ def test_a_defect_that_now_changes_otherwise_without_breaking_is_one_changed_fin
     )
 
 
-def test_a_heading_says_the_broken_contracts_a_changed_finding_holds():
+def test_a_heading_says_the_broken_contracts_a_changed_finding_holds() -> None:
     f = {"change": "changed", "changes": {"changed": 2, "broken": 1}}
     assert findings.heading(f) == "changed, 1 broken"
     assert findings.heading({"change": "broken", "changes": {"broken": 1, "fixed": 1}}) == "broken"
 
 
-def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
+def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding() -> None:
     api = "optax.apply_if_finite"
     gen = "tests/contracts/test_surface_transformations.py"
-    rows = [
+    rows: Any = [
         row(
             f"{gen}::test_nonfinite_and_state[{api}]",
             "snapshot drift: notfinite_count: int32[]=0 -> int32[]=1",
@@ -229,7 +231,7 @@ def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
     assert len(found[0]["parts"]) == 4 and "fewer non-finite outputs" in found[0]["cause"]
 
 
-def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis():
+def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis() -> None:
     """0.2.8: `multiclass_generalized_dice_loss`'s value moved by 40 % (0.1808 -> 0.1083), and its input
     checks raise ValueError as 22 other losses' do. The value drift is a finding of its own, not a line
     inside the 23-API finding of the input checks; one API's findings still join where it is alone."""
@@ -238,7 +240,7 @@ def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis():
         "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed' -> 'Shape mismatch - got (2, 3) and (2,)'"
     )
     losses = ("optax.dice", "optax.l2_loss", "optax.huber_loss")
-    rows = [
+    rows: Any = [
         row(
             f"{corners}::test_loss_corners[{a}]",
             f"snapshot drift: {moved}"
@@ -270,7 +272,7 @@ def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis():
     assert [(f["api"], len(f["contracts"])) for f in alone] == [("optax.dice", 2)]
 
 
-def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
+def test_the_723_contract_report_is_7_findings_one_per_upstream_cause() -> None:
     before = findings.group(REAL_723["contracts"])
     after = causes.of_report(REAL_723["contracts"])
     assert (len(before), len(after)) == (14, 7)
@@ -288,18 +290,18 @@ def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
     ]  # one finding, not broken and fixed
 
 
-def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
+def test_merging_twice_changes_nothing_and_new_or_gone_never_join() -> None:
     rows = [
         *none_gradients_rows(),
         row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None, candidate="passed"),
     ]
     once = causes.of_report(rows)
-    twice = causes.merge([dict(f) for f in once], rows)
+    twice = causes.merge([cast(Finding, dict(f)) for f in once], rows)
     assert [(f["change"], f["contracts"]) for f in once] == [(f["change"], f["contracts"]) for f in twice]
     assert [f["change"] for f in once] == ["broken", "new"]
 
 
-def test_a_warning_naming_a_removed_module_joins_its_removal():
+def test_a_warning_naming_a_removed_module_joins_its_removal() -> None:
     report = monte_carlo_report()
     report["warnings"] = {
         "rows": [
@@ -316,7 +318,7 @@ def test_a_warning_naming_a_removed_module_joins_its_removal():
     assert "warning: " + f"{MC} is deprecated" in mc["cause"] and not any(f["section"] == "warnings" for f in after)
 
 
-def test_a_joined_finding_validates_against_the_schema():
+def test_a_joined_finding_validates_against_the_schema() -> None:
     jsonschema = __import__("pytest").importorskip("jsonschema", reason="jsonschema comes with the tools lock")
     schema = json.loads(
         (Path(__file__).parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text()
@@ -326,7 +328,7 @@ def test_a_joined_finding_validates_against_the_schema():
     assert after[0]["key"] == "merged"
 
 
-def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
+def test_a_joined_finding_never_drops_a_part_that_failed_otherwise() -> None:
     """The defect's twin says its failure once; another change of the same API keeps its own words."""
     rows = [
         *none_gradients_rows(),
@@ -342,7 +344,7 @@ def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
     assert f["changes"] == {"broken": 2, "fixed": 1}
 
 
-def multisteps_rows():
+def multisteps_rows() -> Any:
     """MultiSteps' accumulator turned float32 whatever the parameters' dtype (optax 0.2.8,
     ``MultiSteps(accumulator_dtype=jnp.float32)``), as three kinds of evidence read it."""
     ms, wrappers = "tests/contracts/test_multi_steps.py", "tests/contracts/test_surface_corners_wrappers.py"
@@ -389,7 +391,7 @@ def multisteps_rows():
     ]
 
 
-def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectories_and_corners():
+def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectories_and_corners() -> None:
     """MultiSteps' new dtype, said by its state snapshot, its wrapper corners and its float64 trajectories, is
     one finding (``dtype-now``). inject_hyperparams' state moving bfloat16 → float32 too is another change, not
     one finding with MultiSteps' (state dtype findings are per state field)."""
@@ -407,7 +409,7 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
     assert [f["apis"] for f in found if f is not ms] == [["optax.inject_hyperparams"], ["optax.sgd"]]
 
 
-def test_a_transformation_corner_whose_state_gains_a_dtype_joins_that_apis_state_dtype_finding():
+def test_a_transformation_corner_whose_state_gains_a_dtype_joins_that_apis_state_dtype_finding() -> None:
     """A transformation corner's record (``s bf16x2,i32x1``) says the state's dtypes as the wrapper
     grid's ``state`` does: a state now holding float32 is ``dtype-now`` for its API, and joins that API's state
     snapshot moving to float32; the hyperparameters' ``h`` are not the state's leaves per parameter."""
@@ -435,7 +437,7 @@ def test_a_transformation_corner_whose_state_gains_a_dtype_joins_that_apis_state
     assert "dtype-now/optax.adam/float32" in joined["causes"] and len(joined["contracts"]) == 2
 
 
-def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
+def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing() -> None:
     assert not [k for k in causes.behaviour_keys(multisteps_rows()[-1]) if k[0] == "dtype-now"]
     message = row(
         "w.py::test_c[optax.MultiSteps]",
@@ -447,7 +449,7 @@ def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
     assert causes.behaviour_keys(message) == []  # an exception's text, not a state summary
 
 
-def params_nonfinite_rows(direction_of_c="fewer"):
+def params_nonfinite_rows(direction_of_c: Any = "fewer") -> Any:
     gen = "tests/contracts/test_surface_transformations.py"
     new_c = "none" if direction_of_c == "fewer" else "r1,r3,r4"
     return [
@@ -490,7 +492,7 @@ def params_nonfinite_rows(direction_of_c="fewer"):
     ]
 
 
-def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_records_and_apis():
+def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_records_and_apis() -> None:
     """optax 0.2.8 skips a zero weight decay, so a NaN parameter no longer reaches the update: across the records
     and APIs that show it (the ``nan_param`` record of 7 APIs, the ``weight_decay=0`` and ``learning_rate=0``
     records of others, ``add_decayed_weights`` in two of them) it is one finding, one sentence
@@ -509,12 +511,12 @@ def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_reco
     assert found[0]["causes"] == ["params-nonfinite/fewer"]
 
 
-def test_more_and_fewer_nonfinite_outputs_are_two_findings():
+def test_more_and_fewer_nonfinite_outputs_are_two_findings() -> None:
     found = causes.of_report(params_nonfinite_rows(direction_of_c="more"))
     assert [f["apis"] for f in found] == [["optax.a", "optax.b"], ["optax.c"], ["optax.d"]]
 
 
-def test_a_value_the_detail_cut_short_says_no_direction():
+def test_a_value_the_detail_cut_short_says_no_direction() -> None:
     """The detail of a row is cut near ``outcomes.MESSAGE_LIMIT`` characters: a value cut short, such
     as ``absent…``, says no direction (not "more non-finite outputs"), so it does not split a finding
     such as adadelta's from the others'."""
@@ -529,11 +531,11 @@ def test_a_value_the_detail_cut_short_says_no_direction():
     assert causes.behaviour_keys(cut) == [("params-nonfinite", "fewer")]
 
 
-def snap(cid, detail, api):
+def snap(cid: Any, detail: Any, api: Any) -> Any:
     return row(cid, f"snapshot drift: {detail}", change="changed", api=api, kind="snapshot")
 
 
-def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
+def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once() -> None:
     """One corner transition is one finding (``corner-moved``) across the APIs it moves alike, said once,
     numbers aside, even where the other corners that moved with it differ: for example in 0.2.8 three
     schedules' ``base/int`` corner (a Python float64 → a float32 array) and the tree reductions'
@@ -585,9 +587,9 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
     assert "raises TypeError" in found[1]["cause"] and "ok float32" not in found[1]["cause"]
 
 
-def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding():
+def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding() -> None:
     vals, x64 = "tests/contracts/test_surface_losses.py", "tests/contracts/test_surface_x64.py"
-    rows = [
+    rows: Any = [
         row(
             f"{f}::test_{k}[optax.{a}]",
             f"snapshot drift of values: `{p}result` 2 of 2 elements, largest 0.071 (relative 0.22)",
@@ -616,7 +618,7 @@ def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding():
     assert "`result`" in found[0]["cause"] and "`x64_result`" in found[0]["cause"]
 
 
-def test_one_apis_dtype_variants_moving_alike_are_one_finding():
+def test_one_apis_dtype_variants_moving_alike_are_one_finding() -> None:
     gen = "tests/contracts/test_surface_dtypes.py"
     rows = [
         snap(
@@ -647,7 +649,7 @@ def test_one_apis_dtype_variants_moving_alike_are_one_finding():
     ]
 
 
-def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids():
+def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids() -> None:
     """optax 0.2.8 replaces the losses' chex assertions by checks of its own. The same new message, an error
     before and after, is one cause (``error-now``) across the negative contracts now raising
     TypeError/ValueError, the ``int_inputs`` corners and the ``broadcast`` corners whose recorded messages
@@ -702,7 +704,7 @@ def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids(
     assert cause.count("at corner `broadcast/error`") == 1 and cause.count("at corner `int_inputs/error`") == 1
 
 
-def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
+def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis() -> None:
     """0.2.8's inject_hyperparams rule at 83 transformations: the finding opens with what moved ("the
     optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16"), said once, not
     once per API whose records read otherwise (non-finite here, ok there)."""
@@ -714,7 +716,7 @@ def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
     assert findings.corner_lead("ok u f32") == "" and findings.corner_lead("raises TypeError") == ""
     grid = "tests/contracts/test_surface_corners_injected.py"
 
-    def moved(api, status, s_old, s_new, norm):
+    def moved(api: Any, status: Any, s_old: Any, s_new: Any, norm: Any) -> Any:
         return row(
             f"{grid}::test_injected_hyperparameters[{api}]",
             f"snapshot drift: corner.inject=bfloat16: {status} u f32 |u| {norm} u0 0.1 s {s_old} h f32x3 -> "

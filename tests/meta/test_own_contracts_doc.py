@@ -4,6 +4,7 @@ AdamW contract a team writes failed at the baseline because the page did not
 say so). Runs in the tests environment (the baseline's optax and jax)."""
 
 import re
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,8 @@ def example() -> str:
     raise AssertionError("docs/own-contracts.md has no example that uses tolerances.bias_correction")
 
 
-def test_the_adam_family_example_passes_with_the_bias_correction_budget_and_fails_without():
-    namespace: dict = {}
+def test_the_adam_family_example_passes_with_the_bias_correction_budget_and_fails_without() -> None:
+    namespace: dict[str, Any] = {}
     exec(compile(example(), str(PAGE), "exec"), namespace)
     test = next(v for k, v in namespace.items() if k.startswith("test_"))
     test()  # passes at the baseline with the page's budget

@@ -9,6 +9,8 @@ import functools
 import json
 import re
 import zlib
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +36,7 @@ row = functools.partial(contract_row, change="changed", api="optax.adan", kind="
         ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'']'", "other outputs come out non-finite"),
     ],
 )
-def test_a_nonfinite_drift_says_fewer_or_more(detail, words):
+def test_a_nonfinite_drift_says_fewer_or_more(detail: Any, words: Any) -> None:
     """Read on 0.2.8: "other updates come out non-finite: `nan_param`: leaves r3 in the baseline, none now"
     meant fewer NaNs now."""
     r = row("tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]", detail)
@@ -43,8 +45,8 @@ def test_a_nonfinite_drift_says_fewer_or_more(detail, words):
     assert details.plain_detail(r).split(": `")[0].endswith(words)
 
 
-def test_fewer_and_more_nonfinite_are_not_one_finding():
-    rows = [
+def test_fewer_and_more_nonfinite_are_not_one_finding() -> None:
+    rows: Any = [
         row(f"t.py::test_nonfinite_and_state[{api}]", detail, api=api)
         for api, detail in (
             ("optax.adan", "snapshot drift: nan_param: '[''r3'']' -> none"),
@@ -57,7 +59,7 @@ def test_fewer_and_more_nonfinite_are_not_one_finding():
     ]
 
 
-def test_an_edge_hyperparameter_drift_to_none_is_fewer():
+def test_an_edge_hyperparameter_drift_to_none_is_fewer() -> None:
     r = row(
         "tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
         "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
@@ -79,7 +81,7 @@ def test_an_edge_hyperparameter_drift_to_none_is_fewer():
         ("TypeError", "ok", "now raises TypeError (ok in the baseline)"),
     ],
 )
-def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
+def test_a_recorded_outcome_that_moved_says_which_way(got: Any, want: Any, words: Any) -> None:
     """A recorded outcome that moved says which way: "changed: got 'ok', expected 'recompiled 1 time(s)'"
     (0.2.8) reads as a regression where it is an improvement, so it says "no longer recompiles". An error
     that is gone is said once: "no longer raises ValueError", not also "(the baseline raised
@@ -106,7 +108,7 @@ SIGNATURE_MESSAGE = (
 )
 
 
-def _balanced(text):
+def _balanced(text: Any) -> Any:
     depth = 0
     for ch in re.sub(r"'[^']*'", "", text):
         depth += ch in "([{"
@@ -114,7 +116,7 @@ def _balanced(text):
     return depth == 0 and text.count("'") % 2 == 0
 
 
-def test_a_row_detail_keeps_the_first_difference_whole():
+def test_a_row_detail_keeps_the_first_difference_whole() -> None:
     """A row's detail keeps its first difference whole, never cut at 300 characters as in "expected ('delta',
     'POSITIONAL_OR_KEYWORD', 1" (0.2.8)."""
     detail = outcomes.short_message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
@@ -131,7 +133,7 @@ def test_a_row_detail_keeps_the_first_difference_whole():
 
 
 @pytest.mark.parametrize("limit", range(20, 200, 7))
-def test_a_cut_never_falls_inside_a_value(limit):
+def test_a_cut_never_falls_inside_a_value(limit: Any) -> None:
     text = (
         "got [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
         "('delta', 'KEYWORD_ONLY', 1.0)] at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)"
@@ -143,7 +145,7 @@ def test_a_cut_never_falls_inside_a_value(limit):
         assert text.startswith(head) and text[len(head)] in " ,", short
 
 
-def test_a_long_message_in_a_row_detail_is_cut_outside_quotes():
+def test_a_long_message_in_a_row_detail_is_cut_outside_quotes() -> None:
     message = "ValueError: " + " ".join(f"'word{i} with spaces'" for i in range(60))
     detail = outcomes.short_message({"longrepr": {"reprcrash": {"message": message}}})
     assert len(detail) <= outcomes.MESSAGE_LIMIT and detail.endswith("'…") and detail.count("'") % 2 == 0
@@ -154,7 +156,7 @@ def test_a_long_message_in_a_row_detail_is_cut_outside_quotes():
 BARE = "assert False + where False = bool(Array(False, dtype=bool))"
 
 
-def test_a_fixed_defect_row_never_prints_pytest_introspection():
+def test_a_fixed_defect_row_never_prints_pytest_introspection() -> None:
     """A fixed defect row never prints pytest's introspection, such as "now assert False + where False =
     bool(Array(False…" (0.2.8)."""
     r = row(
@@ -180,7 +182,7 @@ def test_a_fixed_defect_row_never_prints_pytest_introspection():
         ("assert x is None + where x = f()", "the contract's check `x is None` is false"),
     ],
 )
-def test_a_bare_assert_is_read_not_quoted(detail, words):
+def test_a_bare_assert_is_read_not_quoted(detail: Any, words: Any) -> None:
     r = row("t.py::test_x", detail, change="broken", kind="golden")
     assert details.plain_detail(r) == words
     assert "where" not in findings.group([r])[0]["text"]
@@ -195,7 +197,7 @@ OWN = (
 )
 
 
-def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
+def _folded(*messages: Any, nodeid: Any = "tests/contracts/test_losses.py::test_ntxent") -> Any:
     return warnings_diff.fold(
         [],
         [
@@ -211,7 +213,7 @@ def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
     )
 
 
-def test_a_compilation_cache_warning_is_never_the_candidates():
+def test_a_compilation_cache_warning_is_never_the_candidates() -> None:
     """jax's compilation cache read error is never a new warning of the candidate's, for example of optax.ntxent
     on 0.2.8."""
     apis = {"tests/contracts/test_losses.py::test_ntxent": "optax.ntxent"}
@@ -230,7 +232,7 @@ def test_a_compilation_cache_warning_is_never_the_candidates():
     )
 
 
-def test_a_corrupt_cache_entry_is_discarded_and_a_whole_one_kept(tmp_path):
+def test_a_corrupt_cache_entry_is_discarded_and_a_whole_one_kept(tmp_path: Path) -> None:
     whole = zlib.compress(b"executable" * 1000)
     (tmp_path / "good-cache").write_bytes(whole)
     (tmp_path / "cut-cache").write_bytes(whole[: len(whole) // 2])  # a run killed while JAX wrote it
@@ -243,7 +245,7 @@ def test_a_corrupt_cache_entry_is_discarded_and_a_whole_one_kept(tmp_path):
     )
 
 
-def test_only_jaxs_cache_warnings_are_the_gates_own():
+def test_only_jaxs_cache_warnings_are_the_gates_own() -> None:
     assert compilation_cache.is_own_warning({"message": OWN})
     assert compilation_cache.is_own_warning(
         {"message": "Error writing persistent compilation cache entry for 'jit_f': x"}
@@ -252,7 +254,7 @@ def test_only_jaxs_cache_warnings_are_the_gates_own():
     assert not compilation_cache.is_own_warning({"message": json.dumps(OWN)})  # quoted inside another message
 
 
-def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_element():
+def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_element() -> None:
     """A detail an older report holds cut mid-tuple, as the 723-contract report of 2026-12-01 holds huber_loss's
     signature, is closed at its last whole element and read as the parameter's change."""
     report = json.loads(
@@ -266,20 +268,20 @@ def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_eleme
     assert _balanced(found["cause"].replace("…", ""))
 
 
-def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
+def test_a_recorded_word_that_drifted_is_said_not_none_to_none() -> None:
     """A drift of recorded words says the words: a record that went from ``r1,r3`` to ``none`` never reads
     "`weight_decay=0/nan_inf_params/updates` None → None: budget 0"."""
     text = drift.drift_words(drift.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
     assert "None → None" not in text and "r1,r3 → none" in text, text
 
 
-def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_direction():
+def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_direction() -> None:
     """An edge record whose outputs moved both ways says the shown output's direction (fewer non-finite leaves
     here), never "other outputs come out non-finite" for an output that has fewer; the others moved another
     way."""
     from optax_gate.gate.judge import findings
 
-    rows = [
+    rows: Any = [
         {
             "id": "t::test_edge[optax.adafactor]",
             "api": "optax.adafactor",
@@ -296,7 +298,7 @@ def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_di
     assert "not all the same way" in f["cause"]
 
 
-def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_failed():
+def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_failed() -> None:
     """A snapshot row of a recorded outcome that moved ("no longer recompiles") says in its outcome
     cell that it drifted from the baseline's record, never ``passed → failed``, which is what broken
     means (docs/report.md)."""
@@ -313,14 +315,14 @@ def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_fai
     assert details.outcome_words({**row, "kind": "golden", "change": "broken"}) == "passed → failed"
 
 
-def test_a_guide_file_is_named_by_its_title_in_the_rows():
+def test_a_guide_file_is_named_by_its_title_in_the_rows() -> None:
     """A guide file is shown in the guide column by its title, never by the project's handle of it (such
     as "001_3de679c23eb4e8d7.txt"); every guide of the registry has one, and any other source label (a
     guide known from a summary, a paper) stays as it is."""
     from optax_gate.gate.report import markdown
     from optax_gate.kit import guides
 
-    row = {
+    row: Any = {
         "api": "optax.sgd",
         "guide": guides.SGD_STEP,
         "kind": "golden",
@@ -335,7 +337,7 @@ def test_a_guide_file_is_named_by_its_title_in_the_rows():
     assert guides.shown(guides.MULTI_STEPS) == guides.MULTI_STEPS and guides.shown("paper: X") == "paper: X"
 
 
-def test_a_signature_contracts_parameter_is_said_in_words():
+def test_a_signature_contracts_parameter_is_said_in_words() -> None:
     """A signature contract's change reads as the parameter's change in a finding's heading, never as raw
     Python such as "got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta',
     'POSITIONAL_OR_KEYWORD', 1.0)"."""
@@ -360,7 +362,9 @@ def test_a_signature_contracts_parameter_is_said_in_words():
     assert details.pytest_words("AssertionError: assert 1 == 2") == "got 1, expected 2"
 
 
-def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compiled_with(tmp_path, monkeypatch):
+def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compiled_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With one cache shared by both sides (issue 42), a side may read an entry the other is still
     writing ("Error reading persistent compilation cache entry"): the runner discards it in the folder
     the side's processes were given, without crashing the gate (the runner is given
@@ -397,7 +401,7 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
     assert sorted(p.name for p in folder.iterdir()) == ["jit_f-1-cache"]
 
 
-def test_every_protocol_property_is_said_in_words():
+def test_every_protocol_property_is_said_in_words() -> None:
     """A ``test_protocol[<api>-<property>]`` finding names the call it checks: every property of the probe."""
     from optax_gate.kit.surface.probe import PROPERTIES
 

@@ -1,6 +1,9 @@
 """The pytest plugin and the report-log folding, on real pytest runs
 (``pytester``, in a subprocess so the entry-point plugin loads as in the gate)."""
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from optax_gate.gate.run import outcomes
@@ -50,7 +53,7 @@ def test_xfailed():
 """
 
 
-def test_outcomes_metadata_and_exit_status(pytester):
+def test_outcomes_metadata_and_exit_status(pytester: pytest.Pytester) -> None:
     _, log = run_log(pytester, CONTRACTS)
     got = {cid.split("::")[1]: c.outcome for cid, c in log.contracts.items()}
     assert got == {
@@ -68,12 +71,12 @@ def test_outcomes_metadata_and_exit_status(pytester):
     assert log.exitstatus == 1 and log.collection_errors == []
 
 
-def test_tests_without_contract_marker_are_not_contracts(pytester):
+def test_tests_without_contract_marker_are_not_contracts(pytester: pytest.Pytester) -> None:
     _, log = run_log(pytester, "def test_plain():\n    assert True\n")
     assert log.contracts == {} and log.exitstatus == 0
 
 
-def test_collection_error_is_recorded(pytester):
+def test_collection_error_is_recorded(pytester: pytest.Pytester) -> None:
     _, log = run_log(pytester, "import no_such_module_anywhere\n")
     assert log.contracts == {} and "no_such_module_anywhere" in log.collection_errors[0]
 
@@ -83,7 +86,7 @@ def test_collection_error_is_recorded(pytester):
     [("@pytest.mark.golden\n@pytest.mark.negative\n", "exactly one kind"), ("", "exactly one kind")],
     ids=["two-kinds", "no-kind"],
 )
-def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
+def test_contract_without_exactly_one_kind_is_refused(pytester: pytest.Pytester, marks: Any, message: Any) -> None:
     source = (
         'import pytest\nfrom optax_gate.kit import guides\n@pytest.mark.contract(api="a", '
         f"guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n"
@@ -92,7 +95,7 @@ def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
     assert result.ret != 0 and message in result.stderr.str() + result.stdout.str()
 
 
-def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
+def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester: pytest.Pytester) -> None:
     """With ``-n 2`` (the tests session's default) a mislabelled contract is a
     collection error naming the label, not a crashed worker."""
     pytester.makepyfile(
@@ -104,7 +107,7 @@ def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
     assert result.ret != 0 and "INTERNALERROR" not in out and "ERROR collecting" in out and "'nope.txt'" in out
 
 
-def test_contract_with_unknown_guide_is_refused(pytester):
+def test_contract_with_unknown_guide_is_refused(pytester: pytest.Pytester) -> None:
     source = (
         'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    '
         "pass\n"
@@ -114,13 +117,13 @@ def test_contract_with_unknown_guide_is_refused(pytester):
 
 
 @pytest.mark.parametrize("label", ["paper: ", "Kingma & Ba 2015", "paper:Kingma"])
-def test_source_label_needs_a_known_prefix_and_text(label):
+def test_source_label_needs_a_known_prefix_and_text(label: Any) -> None:
     from optax_gate.kit import guides
 
     assert not guides.is_source(label)
 
 
-def test_contract_with_a_free_source_label_is_collected_and_reported(pytester):
+def test_contract_with_a_free_source_label_is_collected_and_reported(pytester: pytest.Pytester) -> None:
     source = (
         'import pytest\n@pytest.mark.contract(api="optax.adam", guide="team: '
         'contracts/adam.md")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
@@ -131,14 +134,14 @@ def test_contract_with_a_free_source_label_is_collected_and_reported(pytester):
     assert (contract.api, contract.guide, contract.outcome) == ("optax.adam", "team: contracts/adam.md", "passed")
 
 
-def test_truncated_log_has_no_exit_status(tmp_path):
+def test_truncated_log_has_no_exit_status(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text('{"$report_type": "SessionStart", "pytest_version": "9"}\n{"$report_type": "TestRe')
     log = outcomes.parse(path)
     assert log.exitstatus is None and log.contracts == {}
 
 
-def test_snapshot_diff_names_each_moved_leaf_once():
+def test_snapshot_diff_names_each_moved_leaf_once() -> None:
     message = (
         "FILES DIFFER:\n/a.yml\n/a.obtained.yml\n--- \n+++ \n@@ -1,7 +1,7 @@\n call1:\n   leaves:\n"
         "-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n     .mini_step: int32[]=1\n"
@@ -150,7 +153,7 @@ def test_snapshot_diff_names_each_moved_leaf_once():
     assert outcomes.snapshot_diff("AssertionError: 1 != 2") == ""
 
 
-def test_a_configuration_marker_travels_to_the_outcome_and_only_words_are_taken(pytester):
+def test_a_configuration_marker_travels_to_the_outcome_and_only_words_are_taken(pytester: pytest.Pytester) -> None:
     """``configuration(weight_decay="a schedule")`` reaches the report log and the parsed outcome (the static
     attribution reads it); a marker with a non-word value is a collection error of its module."""
     source = """
@@ -177,7 +180,7 @@ def test_plain():
     )
 
 
-def test_snapshot_diff_joins_a_value_yaml_wrapped_over_lines():
+def test_snapshot_diff_joins_a_value_yaml_wrapped_over_lines() -> None:
     # a corner's record is longer than YAML's 80 columns: pytest-regressions' diff shows its wrapped lines
     message = (
         "FILES DIFFER:\n/a.yml\n/a.obtained.yml\n--- \n+++ \n@@ -1,4 +1,4 @@\n"

@@ -4,12 +4,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from optax_gate.gate.run import pytest_plugins
 from optax_gate.kit.environment import probe
 
 
-def test_the_table_for_the_nox_sessions_matches_the_installed_entry_points():
+def test_the_table_for_the_nox_sessions_matches_the_installed_entry_points() -> None:
     """``AT_THE_LOCK`` names, for each declared plugin, the modules its
     distribution's ``pytest11`` entry points name in this (the lock's) environment."""
     installed = probe.pytest_plugins()
@@ -18,7 +19,7 @@ def test_the_table_for_the_nox_sessions_matches_the_installed_entry_points():
     assert pytest_plugins.left_out(installed) == []
 
 
-def test_args_follow_the_declared_order_and_skip_what_is_missing():
+def test_args_follow_the_declared_order_and_skip_what_is_missing() -> None:
     installed = {
         "pytest_xdist": ["xdist.plugin"],
         "jaxtyping": ["jaxtyping._pytest_plugin"],
@@ -28,7 +29,7 @@ def test_args_follow_the_declared_order_and_skip_what_is_missing():
     assert pytest_plugins.left_out(installed) == ["jaxtyping"]
 
 
-def test_an_undeclared_plugin_is_not_loaded(tmp_path):
+def test_an_undeclared_plugin_is_not_loaded(tmp_path: Path) -> None:
     """A plugin installed but not declared (a stand-in placed on the path and
     registered through an entry point) is loaded by pytest's default autoload
     and not with the gate's switch and arguments."""

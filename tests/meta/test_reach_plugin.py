@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,7 @@ TESTS = {
 }
 
 
-def _run(tmp_path, *args):
+def _run(tmp_path: Path, *args: Any) -> Any:
     for name, text in {"shared.py": SHARED, **TESTS}.items():
         (tmp_path / name).write_text(text)
     out = tmp_path / "out" / "r.reach.json"
@@ -67,7 +69,7 @@ def _run(tmp_path, *args):
     return [json.loads(p.read_text()) for p in sorted(out.parent.glob("r.reach.json*"))]
 
 
-def _one(records):
+def _one(records: Any) -> Any:
     session = set().union(*(r["session"] for r in records))
     modules: dict[str, set[str]] = {}
     for r in records:
@@ -78,7 +80,7 @@ def _one(records):
 
 
 @pytest.mark.parametrize("xdist", [(), ("-p", "xdist.plugin", "-n", "2")], ids=["one-process", "two-workers"])
-def test_each_module_records_what_it_executes_even_when_another_module_cached_it(tmp_path, xdist):
+def test_each_module_records_what_it_executes_even_when_another_module_cached_it(tmp_path: Path, xdist: Any) -> None:
     session, modules = _one(_run(tmp_path, *xdist))
     sgd, norm, lion = (
         "optax/_src/alias.py::sgd",
@@ -100,7 +102,7 @@ def test_each_module_records_what_it_executes_even_when_another_module_cached_it
     assert "optax/_src/transform.py::scale" in session, "what runs at import is the session's"
 
 
-def test_without_the_variable_the_plugin_records_nothing(tmp_path):
+def test_without_the_variable_the_plugin_records_nothing(tmp_path: Path) -> None:
     for name, text in {"shared.py": SHARED, **TESTS}.items():
         (tmp_path / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if k != reach_names.VARIABLE}
@@ -129,11 +131,11 @@ def test_without_the_variable_the_plugin_records_nothing(tmp_path):
         ("A.f.<locals>.g.<locals>.<lambda>", "A.f"),
     ],
 )
-def test_a_code_object_counts_as_the_function_it_is_written_in(qualname, unit):
+def test_a_code_object_counts_as_the_function_it_is_written_in(qualname: Any, unit: Any) -> None:
     assert reach_names.unit_of(qualname) == unit
 
 
-def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
+def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path: Path) -> None:
     """``python -m optax_gate.kit.environment.speed --serve`` with ``$OPTAX_GATE_REACH`` set writes, before it
     says ready, the functions its set-ups execute (``adamw`` in MultiSteps, ``sgd`` through ``nnx.Optimizer``),
     and none they do not (``lion``); without the variable it writes nothing."""
@@ -208,7 +210,7 @@ def test_without_an_api():
 """
 
 
-def _per_api(tmp_path, *args, asked=True):
+def _per_api(tmp_path: Path, *args: Any, asked: Any = True) -> Any:
     (tmp_path / "test_apis.py").write_text(PER_API)
     out = tmp_path / "out" / "r.reach.json"
     env = {
@@ -233,7 +235,7 @@ def _per_api(tmp_path, *args, asked=True):
     return record, proc.stdout
 
 
-def test_each_api_of_a_module_records_what_it_executes_even_when_another_api_traced_it_first(tmp_path):
+def test_each_api_of_a_module_records_what_it_executes_even_when_another_api_traced_it_first(tmp_path: Path) -> None:
     record, stdout = _per_api(tmp_path)
     apis, common = record["apis"]["test_apis.py"], set(record["common"]["test_apis.py"])
     norm, sgd, adam, lion = (
@@ -259,7 +261,7 @@ def test_each_api_of_a_module_records_what_it_executes_even_when_another_api_tra
     ], "each API's contracts run one after the other"
 
 
-def test_without_being_asked_the_recorder_keeps_one_record_per_module(tmp_path):
+def test_without_being_asked_the_recorder_keeps_one_record_per_module(tmp_path: Path) -> None:
     record, stdout = _per_api(tmp_path, asked=False)
     assert "apis" not in record and record["per_api"] == f"not asked for (${reach_names.PER_API_VARIABLE})"
     ran = [line.split(" ")[0] for line in stdout.splitlines() if line.startswith("test_apis.py::")]

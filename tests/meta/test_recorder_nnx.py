@@ -10,6 +10,7 @@ into optax at start-up (as in ``test_team_run``)."""
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ optax.tree.zeros_like = zeros_like
 )
 
 
-def _recorded_script(tmp_path: Path, source: str) -> list[dict]:
+def _recorded_script(tmp_path: Path, source: str) -> list[dict[str, Any]]:
     """The observations of ``source`` run as a team's ``train.py`` under the recorder (it must exit 0)."""
     folder = tmp_path / "team"
     folder.mkdir()
@@ -64,7 +65,7 @@ def _events(trace: Path) -> list[str]:
     return path.read_text().splitlines()[1:]
 
 
-def test_two_processes_of_an_nnx_program_write_the_same_trace(tmp_path):
+def test_two_processes_of_an_nnx_program_write_the_same_trace(tmp_path: Path) -> None:
     """Two processes of an nnx program (hash randomisation on, two seeds)
     write byte-identical events: the PyTree structure names a static
     function by its qualified name, with no address (``str(treedef)`` holds
@@ -88,7 +89,7 @@ def test_two_processes_of_an_nnx_program_write_the_same_trace(tmp_path):
     )  # the dataclass's static fields, by value and name
 
 
-def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path):
+def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path: Path) -> None:
     """The team's saved params (bit for bit) and printed losses are the same
     with the recorder on and off under ``nnx.jit`` (its shadow runs on a
     clone of the model and optimizer: the team's own are stepped once per
@@ -110,7 +111,7 @@ def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path
     )  # the state after the step
 
 
-def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
+def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path: Path) -> None:
     """Values under ``nnx.jit`` are recorded, so a real divergence there is
     found. A candidate whose AdamW steps 1.5 times further: the run diverges,
     its cause the ``optimizer.update`` line inside the jitted step (the
@@ -138,7 +139,7 @@ def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
     assert made == {("optax.adamw", "init"), ("optax.adamw", "update"), ("optax.apply_updates", "call")}, made
 
 
-def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(tmp_path):
+def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(tmp_path: Path) -> None:
     """Two runs of the same environment: "computes the same", and the report
     counts the calls compared by value (the step's), by structure only (the
     optimizer built), and why."""
@@ -155,7 +156,7 @@ def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(t
     assert f"{by['value']} call(s) compared by value" in text and "by structure only" in text, text
 
 
-def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path):
+def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path: Path) -> None:
     """A run whose Optax calls only build an optimizer (nothing computed is
     recorded) is not verified, never "computes the same ... bit for bit",
     and the reason counts what was compared and how."""
@@ -170,14 +171,16 @@ def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path):
     assert divergence.WHY["built"] in result["reason"]
 
 
-def test_calls_are_counted_by_how_they_were_compared():
+def test_calls_are_counted_by_how_they_were_compared() -> None:
     """``compared_by`` on written observations: arrays on both sides (by
     value), a Python number returned (by value), a factory (structure), a
     traced call with runs and one without (structure, two reasons), a
     recorder error and a one-sided call (not at all)."""
     leaf = {"dtype": "float32", "shape": [], "n": 1, "data": "AACAPw==", "sha256": "x"}
 
-    def obs(site, phase="call", out=None, api="optax.adam", call="call", **extra):
+    def obs(
+        site: Any, phase: Any = "call", out: Any = None, api: Any = "optax.adam", call: Any = "call", **extra: Any
+    ) -> Any:
         return {
             "site": site,
             "api": api,
@@ -201,7 +204,8 @@ def test_calls_are_counted_by_how_they_were_compared():
         obs("a:6", record_error="TypeError"),
         obs("a:7"),
     ]
-    pairs = [(o, dict(o)) for o in base[:-1]] + [(base[-1], None)]
+    pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = [(o, dict(o)) for o in base[:-1]]
+    pairs.append((base[-1], None))
     by = divergence.compared_by(base, [c for _, c in pairs if c], pairs)
     assert (by["value"], by["structure"], by["none"]) == (3, 3, 2), by
     assert by["why"] == {"built": 1, "traced": 1, "traced-unrecorded": 1, "record-error": 1, "one-side": 1}
@@ -237,7 +241,9 @@ np.random.default_rng = lambda *args, **kwargs: _Moved(_rng(*args, **kwargs))
     "plant, kind, by",
     [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"), ("data-moved", "before", None)],
 )
-def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, plant, kind, by):
+def test_where_a_difference_is_born_is_found_by_replaying_the_step(
+    tmp_path: Path, plant: Any, kind: Any, by: Any
+) -> None:
     """A difference born in JAX is not blamed on the step. The first call of
     the ``nnx.jit`` step is replayed equation by equation on both sides: a
     ``tanh`` computed otherwise by XLA (same jaxpr) is born at the model's
@@ -261,7 +267,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
         assert 0 < row["error_ulps"] < 100 and "|Δ|" in row["change"], row
     elif kind == "program":
         assert row["by"] == by and row["at"].startswith("optax/"), row
-    report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
+    report: Any = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, result)
     if result["outcome"] == "diverged":
         assert "born " + birth_words.born_short(row) in report["reasons"][0]
@@ -269,7 +275,9 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
         assert "where it is born: " + birth_words.born_words(row) in "\n".join(team_run_section.section(report))
 
 
-def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and_still_born_in_jax(tmp_path):
+def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and_still_born_in_jax(
+    tmp_path: Path,
+) -> None:
     """The same tanh computed otherwise, judged against the spread of the perturbed baseline runs: the run is
     the same (rounding, not a change), and where its last bits are born is still said: JAX/XLA's tanh."""
     folder = team(tmp_path, "nnx")
@@ -283,7 +291,7 @@ def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and
     assert row["kind"] == "operation" and row["primitive"] == "tanh" and row["by"] == "JAX/XLA", row
 
 
-def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
+def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path: Path) -> None:
     """A candidate run that goes through while its recorder records nothing
     (it did not start there, as with 'Error in sitecustomize' in an
     environment without the gate's package) is not verified, saying the
@@ -303,7 +311,9 @@ def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
     )
 
 
-def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_built_it(monkeypatch):
+def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_built_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A cause at ``optimizer.update`` of a ``flax.nnx.Optimizer`` (for
     example its state's weight-decay ``count`` 0 → 1) carries the Optax API
     that built the optimizer (``via``: ``optax.adamw``); by the composition
@@ -329,7 +339,7 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
         "max_ulps": None,
         "texts": ["result['optimizer']['opt_state'][1]['count'].value: 0 → 1"],
     }
-    run = {
+    run: Any = {
         "outcome": "diverged",
         "causes": [cause],
         "sites": ["train.py:41"],
@@ -353,14 +363,16 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
         "api": "optax.huber_loss",
         "cause": "delta keyword-only",
     }
-    report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
+    report: Any = {"findings": [decay, other], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, run)
-    scopes = {f["api"]: (f["number"], f["scope"]) for f in report["findings"]}  # the scoped copies
+    scopes: Any = {f["api"]: (f["number"], f["scope"]) for f in report["findings"]}  # the scoped copies
     assert scopes == {"optax.add_decayed_weights": (1, "yours"), "optax.huber_loss": (2, "elsewhere")}, scopes
     assert report["team_run"]["affected"][0]["findings"] == [1]
 
 
-def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_what_built_it(monkeypatch):
+def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_what_built_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A linen TrainState's ``apply_gradients`` runs ``optax.adamw(...).update``, whose weight-decay ``count`` goes
     0 → 1: adamw is built from add_decayed_weights (the composition probe), so that finding, which speaks of the
     count, explains the line, not a finding that merely lists adamw among its APIs (such as one on adamw's
@@ -383,7 +395,7 @@ def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_w
         "max_ulps": None,
         "texts": ["result[1][1].count: 0 → 1"],
     }
-    run = {
+    run: Any = {
         "outcome": "diverged",
         "causes": [cause],
         "sites": ["train.py:44"],
@@ -392,14 +404,14 @@ def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_w
         "differing": 1,
         "called": ["train.py:44"],
     }
-    nonfinite = {
+    nonfinite: Any = {
         "number": 1,
         "change": "changed",
         "section": "contracts",
         "apis": ["optax.adadelta", "optax.adamw"],
         "cause": "fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries",
     }
-    decay = {
+    decay: Any = {
         "number": 17,
         "change": "changed",
         "section": "contracts",
@@ -416,7 +428,7 @@ def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_w
     assert explained == [("optax.add_decayed_weights", "yours")], (explained, by_number)
 
 
-def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_constructor(tmp_path):
+def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_constructor(tmp_path: Path) -> None:
     """The optimizer state that ``nnx.Optimizer(model, tx, wrt=nnx.Param)`` builds (``tx.init``, called from inside
     Flax) is recorded, so a difference born there (as a bfloat16 ``MultiSteps``' ``acc_grads`` turning float32 in 0.2.8)
     is not first seen at the first ``update`` as "born before ``nnx.jit(train_step)`` ... not an Optax call". A
@@ -449,7 +461,7 @@ def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_con
     ), text
 
 
-def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_it(tmp_path):
+def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_it(tmp_path: Path) -> None:
     """Flax builds a graph node through its metaclass, so the constructor's own caller is Flax's file: the recorded
     site is the team's line all the same, its result the state built (``step``, ``opt_state``), its inputs the
     model's leaves; an ``nnx.Optimizer`` built inside Flax (not from the team's files) is not recorded."""
@@ -468,7 +480,7 @@ def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_i
     assert len(built["in"]) == 2  # the model's kernel and bias
 
 
-def _replay(*eqns: tuple[str, str, str, str]) -> dict:
+def _replay(*eqns: tuple[str, str, str, str]) -> dict[str, Any]:
     """A synthetic replay of a step: each equation (primitive, where traced, its input's digest, its output's)."""
     return {
         "eqns": [
@@ -478,7 +490,7 @@ def _replay(*eqns: tuple[str, str, str, str]) -> dict:
     }
 
 
-def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change():
+def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change() -> None:
     """Synthetic replays: the first equation gives other results on identical
     inputs (an operation of JAX/XLA); later the two sides trace another
     operation in Optax's code (a second, ``also``, row). A line number that
@@ -505,7 +517,7 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     assert "computes something else" not in birth_words.born_short(rows[1]) + birth_words.born_words(rows[1])
 
 
-def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(tmp_path):
+def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(tmp_path: Path) -> None:
     """``optax.inject_hyperparams(optax.adam)`` wraps the recorded ``adam`` with
     ``functools.wraps``, which copies the recorder's mark: its transformation is not
     taken as recorded already, and its ``init`` and ``update`` are recorded (in the
@@ -523,7 +535,7 @@ def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(t
     assert {("train.py:6", "init"), ("train.py:7", "update")} <= calls, calls
 
 
-def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_path):
+def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_path: Path) -> None:
     """The corpus' lax.scan loop (``teams/corpus/lax_scan_sgd``) is the same in its two baseline runs, every
     call compared by value or structure: the first run's equation replay runs the scan whole, and the
     replay's host callbacks record nothing, so it records no call the repeat run (no replay) does not."""
@@ -534,7 +546,7 @@ def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_pa
     assert result["compared_by"]["value"] > 40 and not result["compared_by"]["none"], result["compared_by"]
 
 
-def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_baseline_runs(tmp_path):
+def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_baseline_runs(tmp_path: Path) -> None:
     """``teams/corpus/shard_map_pmap``: 8 CPU devices, a jitted
     ``jax.shard_map`` step and a ``jax.pmap`` step, Optax inside each
     device's program. Each device runs the shadow's host callback, in any
@@ -557,14 +569,16 @@ def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_bas
     assert len(runs) >= 8 * 3, len(runs)
 
 
-def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without_a_replay():
+def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without_a_replay() -> None:
     """The corpus' nnx_mlp_adam: bit-identical at its first step, 1 ULP apart
     in Adam's ``nu`` from step 8: a replay of the first call told of an
     operation that did not make the difference. A step whose first call is
     the same gets ``later`` (the call where it first differs), and no replay
     runs for it."""
     ran = []
-    result = {"first_differs": {"flax.nnx.jit(train_step)@train.py:96": 8, "optax.adam(...).update@train.py:40": 3}}
+    result: Any = {
+        "first_differs": {"flax.nnx.jit(train_step)@train.py:96": 8, "optax.adam(...).update@train.py:40": 3}
+    }
     recording.births(result, Path("/nonexistent"), None, lambda: ran.append("replayed"))
     assert result["born"] == [
         {"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}
@@ -573,7 +587,7 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
     assert "they first differ at call 8" in birth_words.born_words(result["born"][0])
 
 
-def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_born():
+def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_born() -> None:
     """An Optax call outside any transformed function whose results differ
     on the same inputs is said first where the difference is born; the
     step's birth follows. For example a schedule logged with
@@ -602,7 +616,7 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
         "index": 0,
         "error_ulps": 0.6,
     }
-    run = {
+    run: Any = {
         "outcome": "diverged",
         "causes": [cause],
         "sites": ["train.py:70"],
@@ -613,14 +627,14 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
         "reason": "",
         "born": [born],
     }
-    report = {"findings": [], "verdict": "pass", "reasons": []}
+    report: Any = {"findings": [], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, run)
     reason = report["reasons"][0]
     assert "; born in the Optax call `optax.cosine_onecycle_schedule(...)(...)` at `train.py:70`" in reason, reason
     assert reason.index("train.py:70`: other results") < reason.index("dot_general")
 
 
-def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
+def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path: Path) -> None:
     """A warning raised from C inside an Optax call, such as NumPy's
     ``RuntimeWarning: divide by zero`` inside a schedule (never through
     ``warnings.warn``), is recorded, so "no longer warns" can be said. A
@@ -648,7 +662,7 @@ def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
     ]  # warnings.warn: once, not twice
 
 
-def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
+def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause() -> None:
     """optax 0.2.8 traces another program for the global norm (numerics.py → tree_math.py) that gives the same
     values: the two replays meet again on bit-identical inputs. That is a changed code path, said as such and
     left out of the verdict's reason; a value that differs after it is born where it differs."""
@@ -676,7 +690,7 @@ def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
     assert row["kind"] == "program"  # the programs meet again on other values: the code there computes something else
 
 
-def test_a_replayed_operation_is_never_placed_in_the_recorders_own_wrapper(monkeypatch):
+def test_a_replayed_operation_is_never_placed_in_the_recorders_own_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
     """An ``nnx.scan`` the recorder wraps: the scan equation's innermost frame outside JAX is the team's line,
     never the recorder's own ``transforms.py`` (an absolute path of the machine, in the report)."""
     import collections

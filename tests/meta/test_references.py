@@ -6,19 +6,19 @@ import numpy as np
 from optax_gate.kit.references import core as references
 
 
-def test_clip_reference_gives_guide_000_numbers():
+def test_clip_reference_gives_guide_000_numbers() -> None:
     sums, count = references.per_example_global_norm_clip([np.array([[3.0, 4.0], [0.6, 0.8]])], 1.0)
     np.testing.assert_allclose(sums[0], [1.2, 1.6], rtol=1e-15)
     assert count == 1
 
 
-def test_clip_reference_zero_norm_and_zero_threshold():
+def test_clip_reference_zero_norm_and_zero_threshold() -> None:
     sums, count = references.per_example_global_norm_clip([np.zeros((2, 3))], 0.0)
     np.testing.assert_array_equal(sums[0], np.zeros(3))
     assert count == 0
 
 
-def test_sgd_reference_gives_guide_001_numbers_and_momentum():
+def test_sgd_reference_gives_guide_001_numbers_and_momentum() -> None:
     np.testing.assert_allclose(references.sgd_updates([np.array([0.5, -0.5])], 0.1)[0], [-0.05, 0.05], rtol=1e-15)
     traj = references.sgd_trajectory([np.array([1.0])], [[np.array([1.0])], [np.array([1.0])]], 0.1, momentum=0.9)
     np.testing.assert_allclose([t[0][0] for t in traj], [0.9, 0.9 - 0.19], rtol=1e-15)
@@ -26,11 +26,11 @@ def test_sgd_reference_gives_guide_001_numbers_and_momentum():
     np.testing.assert_allclose(nest[0][0], [1.0 - 0.1 * 1.9], rtol=1e-15)
 
 
-def test_polyak_reference_gives_guide_004_number():
+def test_polyak_reference_gives_guide_004_number() -> None:
     np.testing.assert_allclose(references.incremental_update([np.array([4.0])], [np.array([0.0])], 0.25)[0], [1.0])
 
 
-def test_masked_decay_and_multi_steps_references():
+def test_masked_decay_and_multi_steps_references() -> None:
     out = references.masked_decayed_updates(
         [np.ones(2), np.ones(2)], [np.full(2, 2.0), np.full(2, 2.0)], 0.1, [True, False]
     )
@@ -40,7 +40,7 @@ def test_masked_decay_and_multi_steps_references():
     np.testing.assert_allclose(ups[1][0], [-0.2, -0.3])
 
 
-def test_optimizer_references_give_the_hand_computed_golden_values():
+def test_optimizer_references_give_the_hand_computed_golden_values() -> None:
     """The numbers the optimizer contracts' golden tests derive by hand."""
     from optax_gate.kit.references import optimizers as ro
 

@@ -10,6 +10,8 @@ per API, several tests each), 3,000 unchanged rows and 2,000 API surface rows
 import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,13 +26,13 @@ GITHUB_COMMENT = 65_536  # characters
 GITHUB_SUMMARY = 1024 * 1024  # bytes
 
 
-def _word(n):
+def _word(n: Any) -> Any:
     """A number in letters (findings merge causes that differ only in numbers)."""
     return "".join(chr(ord("a") + int(d)) for d in str(n))
 
 
-def big_report(differing=5000, apis=700, unchanged=3000, surface=2000):
-    rows = []
+def big_report(differing: Any = 5000, apis: Any = 700, unchanged: Any = 3000, surface: Any = 2000) -> Any:
+    rows: Any = []
     for i in range(differing):
         api = f"optax.api_{i % apis}"
         change = ("broken", "changed", "fixed")[i % apis % 3]
@@ -64,7 +66,7 @@ def big_report(differing=5000, apis=700, unchanged=3000, surface=2000):
     summary = {
         k: sum(r["change"] == k for r in rows) for k in ("broken", "changed", "fixed", "new", "gone", "unchanged")
     }
-    report = {
+    report: Any = {
         "schema": 3,
         "verdict": "fail",
         "reasons": [f"{summary['broken']} contract(s) broken"],
@@ -104,17 +106,17 @@ def big_report(differing=5000, apis=700, unchanged=3000, surface=2000):
 
 
 @pytest.fixture(scope="module")
-def big():
+def big() -> Any:
     report = big_report()
     return report, report_markdown.render(report)
 
 
-def test_the_synthetic_report_is_as_large_as_promised(big):
+def test_the_synthetic_report_is_as_large_as_promised(big: Any) -> None:
     report, _ = big
     assert len(report["findings"]) == 700 and sum(len(f["contracts"]) for f in report["findings"]) == 5000
 
 
-def test_report_md_holds_every_finding_and_a_bounded_sample_of_rows(big):
+def test_report_md_holds_every_finding_and_a_bounded_sample_of_rows(big: Any) -> None:
     report, md = big
     assert all(f'<a id="f{f["number"]}"></a>' in md for f in report["findings"])
     budget = report_markdown.ROW_BUDGET
@@ -134,35 +136,37 @@ def test_report_md_holds_every_finding_and_a_bounded_sample_of_rows(big):
     )
 
 
-def test_the_sample_takes_one_row_of_each_test_first():
-    f = {"contracts": [f"a{i}" for i in range(9)] + ["b0", "c0"], "tests": [["a", 9], ["b", 1], ["c", 1]]}
+def test_the_sample_takes_one_row_of_each_test_first() -> None:
+    f: Any = {"contracts": [f"a{i}" for i in range(9)] + ["b0", "c0"], "tests": [["a", 9], ["b", 1], ["c", 1]]}
     assert report_markdown.sample(f, 4) == ["a0", "a1", "b0", "c0"]
     assert report_markdown.sample(f, None)[:5] == ["a0", "a1", "a2", "a3", "b0"] or len(report_markdown.sample(f)) == 5
 
 
-def test_every_link_of_report_md_lands_on_an_anchor_of_report_md(big):
+def test_every_link_of_report_md_lands_on_an_anchor_of_report_md(big: Any) -> None:
     _, md = big
     anchors = set(re.findall(r'<a id="([\w-]+)"></a>', md))
     assert set(re.findall(r"\]\(#([\w-]+)\)", md)) <= anchors
 
 
 class _Tags(HTMLParser):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.stack, self.ids, self.bad = [], [], []
+        self.stack: list[str] = []
+        self.ids: list[str] = []
+        self.bad: list[str] = []
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: Any, attrs: Any) -> None:
         if tag not in ("meta", "br", "hr", "img"):
             self.stack.append(tag)
         self.ids += [v for k, v in attrs if k == "id"]
         self.bad += [tag] if tag in ("script", "link", "iframe") else []
 
-    def handle_endtag(self, tag):
+    def handle_endtag(self, tag: Any) -> None:
         assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
         self.stack.pop()
 
 
-def test_report_html_holds_every_row_folded_per_finding_and_is_self_contained(big):
+def test_report_html_holds_every_row_folded_per_finding_and_is_self_contained(big: Any) -> None:
     report, _ = big
     page = report_html.render(report)
     tags = _Tags()
@@ -178,12 +182,14 @@ def test_report_html_holds_every_row_folded_per_finding_and_is_self_contained(bi
     assert "<script" not in page and "http" not in page.split("</style>")[0]
 
 
-def test_report_json_keeps_every_row(big):
+def test_report_json_keeps_every_row(big: Any) -> None:
     report, _ = big
     assert len(json.loads(report_json.render(report))["contracts"]) == 8000
 
 
-def test_the_pr_comment_and_the_job_summary_stay_inside_githubs_limits_and_link_the_report(big, tmp_path, monkeypatch):
+def test_the_pr_comment_and_the_job_summary_stay_inside_githubs_limits_and_link_the_report(
+    big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, md = big
     body = comment.body(md, "https://example.invalid/artifact/1")
     assert len(body) <= GITHUB_COMMENT and len(body.encode()) <= comment.BODY_LIMIT
@@ -205,7 +211,7 @@ def test_the_pr_comment_and_the_job_summary_stay_inside_githubs_limits_and_link_
 
 
 @pytest.mark.parametrize("limit", [500, 2_000, 10_000])
-def test_fit_keeps_whole_lines_and_says_what_it_left_out(limit):
+def test_fit_keeps_whole_lines_and_says_what_it_left_out(limit: Any) -> None:
     md = "# head\n\n## Findings (300)\n\n" + "\n".join(
         f"{i}. **broken** `optax.a{i}`: cause {'x' * 40}" for i in range(1, 301)
     )
@@ -216,7 +222,7 @@ def test_fit_keeps_whole_lines_and_says_what_it_left_out(limit):
     assert f"{300 - len(kept)} more finding(s)" in text
 
 
-def test_a_folded_findings_summary_keeps_the_teams_lines_in_sight(big):
+def test_a_folded_findings_summary_keeps_the_teams_lines_in_sight(big: Any) -> None:
     """On report.html a finding's "your code: train.py:17 calls this API: cannot tell without --run" is in its
     summary, not inside its fold, so the folded page shows where it fails as well as why."""
     import copy

@@ -1,6 +1,7 @@
 """Rendering of the gate report (``report_markdown``, ``report_json``)."""
 
 import json
+from typing import Any
 
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
@@ -8,7 +9,7 @@ from optax_gate.gate.report import markdown as report_markdown
 from tests.meta.support.records import record
 
 
-def sample():
+def sample() -> Any:
     base = record(golden_a="passed", golden_b="passed", snapshot_c="passed", golden_d="failed")
     cand = record(golden_a="passed", golden_b="failed", snapshot_c="failed", golden_d="passed")
     for i, cid in enumerate(
@@ -22,7 +23,7 @@ def sample():
     return compare.compare(base, cand)
 
 
-def test_markdown_puts_the_verdict_first_then_broken_changed_fixed():
+def test_markdown_puts_the_verdict_first_then_broken_changed_fixed() -> None:
     text = report_markdown.render(sample())
     assert text.startswith("# Optax upgrade gate: FAIL\n")
     assert "`optax==0.2.8`" in text.splitlines()[2] and "1 broken, 1 changed, 1 fixed" in text
@@ -31,7 +32,7 @@ def test_markdown_puts_the_verdict_first_then_broken_changed_fixed():
     assert "| optax | 0.2.6 | 0.2.8 **←** |" in text and "| jax | 0.11.2 | 0.11.2 |" in text
 
 
-def test_findings_come_after_the_verdict_and_in_the_json():
+def test_findings_come_after_the_verdict_and_in_the_json() -> None:
     report = sample()
     assert [(f["change"], len(f["contracts"])) for f in report["findings"]] == [
         ("broken", 1),
@@ -45,19 +46,19 @@ def test_findings_come_after_the_verdict_and_in_the_json():
     assert json.loads(report_json.render(report))["findings"][0]["contracts"] == ["golden_b"]
 
 
-def test_a_report_without_findings_still_renders_them():
+def test_a_report_without_findings_still_renders_them() -> None:
     report = sample()
     del report["findings"]  # written before findings existed (compare_runs of old records is fine too)
     assert "## Findings (3)" in report_markdown.render(report)
 
 
-def test_markdown_escapes_pipes_in_details():
+def test_markdown_escapes_pipes_in_details() -> None:
     r = sample()
     r["contracts"][0]["detail"] = "a | b"
     assert "a \\| b" in report_markdown.render(r)
 
 
-def test_json_has_the_schema_2_fields():
+def test_json_has_the_schema_2_fields() -> None:
     data = json.loads(report_json.render(sample()))
     assert data["schema"] == 3 and data["verdict"] == "fail"
     assert set(data) >= {"baseline", "candidate", "contracts", "summary", "reasons"}
@@ -66,7 +67,7 @@ def test_json_has_the_schema_2_fields():
     assert data["candidate"]["versions"]["optax"] == "0.2.8" and "contracts" not in data["candidate"]
 
 
-def test_installed_pytest_plugins_that_were_not_loaded_are_named():
+def test_installed_pytest_plugins_that_were_not_loaded_are_named() -> None:
     report = sample()
     report["candidate"]["pytest_plugins"] = {"loaded": ["xdist.plugin"], "left_out": ["jaxtyping"]}
     report["baseline"]["pytest_plugins"] = {"loaded": ["xdist.plugin"], "left_out": []}
@@ -74,14 +75,14 @@ def test_installed_pytest_plugins_that_were_not_loaded_are_named():
     assert len(lines) == 1 and lines[0].startswith("- candidate:") and "not loaded: `jaxtyping`" in lines[0]
 
 
-def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_its_surface_rows_are():
+def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_its_surface_rows_are() -> None:
     """A page that judged nothing names the side that did not run: a candidate that cannot be imported (optax
     0.2.7 with jax 0.12) beside a baseline that ran (from the cache) reads "the candidate's contracts did not
     run", not "both sides"; and its broken surface rows, which have no section on the page, are said to be in
     the .json."""
     from tests.meta.support.reports import REAL
 
-    report = {
+    report: Any = {
         **REAL,
         "verdict": "not-verified",
         "findings": [],

@@ -8,9 +8,11 @@ import dataclasses
 import json
 import subprocess
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.reuse import results_cache
 from optax_gate.gate.speed import readings
@@ -20,7 +22,7 @@ from tests.meta.support.paths import LOCK, ROOT
 
 
 @pytest.fixture
-def project(tmp_path):
+def project(tmp_path: Path) -> Any:
     root = tmp_path / "project"
     for rel, text in {
         "conftest.py": "# profiles\n",
@@ -39,16 +41,16 @@ def project(tmp_path):
     return root
 
 
-def inputs(root, lock="requirements-lock.txt", **env):
+def inputs(root: Any, lock: Any = "requirements-lock.txt", **env: Any) -> Any:
     return results_cache.side_inputs(root / lock, root / "requirements-lock.txt", root, environ=env)
 
 
-def unit_keys(root, **env):
+def unit_keys(root: Any, **env: Any) -> Any:
     side = inputs(root, **env)
     return {u.name: results_cache.key(results_cache.unit_inputs(side, u)) for u in results_cache.units(root)}
 
 
-def test_units_are_the_contract_modules_with_their_snapshots_and_process(project):
+def test_units_are_the_contract_modules_with_their_snapshots_and_process(project: Any) -> None:
     (project / "tests/contracts/test_x").mkdir()
     (project / "tests/contracts/test_x/test_state.yml").write_text("a: 1\n")
     got = {u.name: u.part for u in results_cache.units(project)}
@@ -63,7 +65,7 @@ def test_units_are_the_contract_modules_with_their_snapshots_and_process(project
     "change",
     ["shared conftest", "kit module", "lock", "baseline lock", "profile", "xla flags", "pytest config", "runner"],
 )
-def test_every_input_shared_by_the_modules_changes_every_key(project, change):
+def test_every_input_shared_by_the_modules_changes_every_key(project: Any, change: Any) -> None:
     before = unit_keys(project)
     env = {}
     if change == "shared conftest":
@@ -89,7 +91,7 @@ def test_every_input_shared_by_the_modules_changes_every_key(project, change):
     assert all(after[name] != before[name] for name in before)
 
 
-def test_a_changed_module_or_its_snapshot_changes_its_own_key_only(project):
+def test_a_changed_module_or_its_snapshot_changes_its_own_key_only(project: Any) -> None:
     before = unit_keys(project)
     (project / "tests/contracts/test_x.py").write_text("def test_x(): assert 1\n")
     after = unit_keys(project)
@@ -102,13 +104,13 @@ def test_a_changed_module_or_its_snapshot_changes_its_own_key_only(project):
     assert unit_keys(project)["tests/contracts/test_y.py"] != after["tests/contracts/test_y.py"]
 
 
-def test_where_the_compilation_cache_lives_and_where_noxw_started_do_not_change_the_keys(project):
+def test_where_the_compilation_cache_lives_and_where_noxw_started_do_not_change_the_keys(project: Any) -> None:
     assert unit_keys(project) == unit_keys(
         project, JAX_COMPILATION_CACHE_DIR="/elsewhere", OPTAX_GATE_INVOKED_FROM="/team/project/tests"
     )
 
 
-def test_every_gate_module_the_runner_imports_is_a_key_input():
+def test_every_gate_module_the_runner_imports_is_a_key_input() -> None:
     """A gate module that decides how pytest runs (imported by the runner,
     directly or through another, not only for the type checker) must be in RUN_MODULES, or changing it
     would reuse results it no longer gives."""
@@ -131,7 +133,7 @@ def test_every_gate_module_the_runner_imports_is_a_key_input():
             if id(node) in typing_only:
                 continue
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.gate"):
-                under = node.module.removeprefix("optax_gate.gate").lstrip(".").replace(".", "/")
+                under = (node.module or "").removeprefix("optax_gate.gate").lstrip(".").replace(".", "/")
                 for alias in node.names:  # a module of a subpackage, or a name from a module
                     module = f"{under}/{alias.name}".lstrip("/")
                     todo.append(module if (gate / f"{module}.py").is_file() else under)
@@ -141,7 +143,7 @@ def test_every_gate_module_the_runner_imports_is_a_key_input():
     assert not missing
 
 
-def ran_record(units):
+def ran_record(units: Any) -> Any:
     contracts = {f"{u.name}::test_{i}": {"api": "optax.x", "outcome": "passed"} for u in units for i in range(2)}
     warnings = [
         {
@@ -164,19 +166,20 @@ def ran_record(units):
     }
 
 
-def test_stored_modules_come_back_as_the_same_record(project, tmp_path):
+def test_stored_modules_come_back_as_the_same_record(project: Any, tmp_path: Path) -> None:
     units, side = results_cache.units(project), inputs(project)
     record = ran_record(units)
     assert results_cache.store(tmp_path / "cache", side, record, units) == len(units)
     cached = {u.name: results_cache.fetch_unit(tmp_path / "cache", side, u)[0] for u in units}
     header, why = results_cache.fetch_side(tmp_path / "cache", side)
     assert why == ""
-    got = results_cache.assemble("baseline", header, cached)
+    assert header is not None and all(c is not None for c in cached.values())
+    got = results_cache.assemble("baseline", header, cast(dict[str, dict[str, Any]], cached))
     assert got["contracts"] == record["contracts"] and got["warnings"] == record["warnings"]
     assert got["versions"] == record["versions"] and got["status"] == "ran" and got["exitstatus"] == 0
 
 
-def test_an_unverified_run_is_never_stored(project, tmp_path):
+def test_an_unverified_run_is_never_stored(project: Any, tmp_path: Path) -> None:
     units = results_cache.units(project)
     record = {**ran_record(units), "status": "not-verified"}
     assert results_cache.store(tmp_path / "cache", inputs(project), record, units) == 0
@@ -184,7 +187,7 @@ def test_an_unverified_run_is_never_stored(project, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "changed payload", "other inputs", "not json", "empty"])
-def test_a_doubtful_entry_is_discarded(project, tmp_path, damage):
+def test_a_doubtful_entry_is_discarded(project: Any, tmp_path: Path, damage: Any) -> None:
     units, side = results_cache.units(project), inputs(project)
     results_cache.store(tmp_path / "cache", side, ran_record(units), units)
     path = tmp_path / "cache" / "results" / f"unit-{results_cache.key(results_cache.unit_inputs(side, units[0]))}.json"
@@ -208,12 +211,13 @@ def test_a_doubtful_entry_is_discarded(project, tmp_path, damage):
     assert results_cache.fetch_unit(tmp_path / "cache", side, units[1])[0] is not None
 
 
-def test_checkpoints_come_back_and_a_changed_one_is_discarded(project, tmp_path):
+def test_checkpoints_come_back_and_a_changed_one_is_discarded(project: Any, tmp_path: Path) -> None:
     side = inputs(project)
     written = tmp_path / "ckpt"
     (written / "sgd").mkdir(parents=True)
     (written / "sgd" / "meta.json").write_text("{}")
     entry = results_cache.store_checkpoints(tmp_path / "cache", side, written)
+    assert entry is not None
     assert results_cache.fetch_checkpoints(tmp_path / "cache", side, tmp_path / "new") == ""
     assert (tmp_path / "new" / "sgd" / "meta.json").read_text() == "{}"
     (entry / "files" / "sgd" / "meta.json").write_text('{"step": 2}')
@@ -224,12 +228,12 @@ def test_checkpoints_come_back_and_a_changed_one_is_discarded(project, tmp_path)
 # --- the gate end to end with fake environments (tests/meta/test_cli.py) -----------------------------
 
 
-def runs_since(tmp_path, before):
+def runs_since(tmp_path: Path, before: Any) -> Any:
     lines = (tmp_path / "pytest-modules").read_text().splitlines()
     return [json.loads(line) for line in lines[before:]], len(lines)
 
 
-def gate(tmp_path, *extra, lock=LOCK):
+def gate(tmp_path: Path, *extra: Any, lock: Any = LOCK) -> Any:
     proc = subprocess.run(
         fake_gate(tmp_path, pause=0, extra=extra, lock=lock), cwd=ROOT, capture_output=True, text=True, timeout=120
     )
@@ -237,13 +241,13 @@ def gate(tmp_path, *extra, lock=LOCK):
     return proc.stderr
 
 
-def candidate_lock(tmp_path):
+def candidate_lock(tmp_path: Path) -> Any:
     lock = tmp_path / "candidate-lock.txt"
     lock.write_text(LOCK.read_text() + "# a candidate\n")
     return lock
 
 
-def test_a_second_gate_with_another_usage_runs_no_contract_again(tmp_path):
+def test_a_second_gate_with_another_usage_runs_no_contract_again(tmp_path: Path) -> None:
     lock = candidate_lock(tmp_path)
     gate(tmp_path, lock=lock)
     _, seen = runs_since(tmp_path, 0)
@@ -259,7 +263,7 @@ def test_a_second_gate_with_another_usage_runs_no_contract_again(tmp_path):
     assert len(report["contracts"]) == 8 * report["candidate"]["from_cache"]["of"] and report["verdict"] == "pass"
 
 
-def test_adding_a_team_contract_folder_runs_only_it_on_the_baseline(tmp_path):
+def test_adding_a_team_contract_folder_runs_only_it_on_the_baseline(tmp_path: Path) -> None:
     gate(tmp_path, lock=candidate_lock(tmp_path))
     _, seen = runs_since(tmp_path, 0)
     team = tmp_path / "team"
@@ -281,7 +285,7 @@ def test_adding_a_team_contract_folder_runs_only_it_on_the_baseline(tmp_path):
     )
 
 
-def test_a_corrupt_entry_is_run_again(tmp_path):
+def test_a_corrupt_entry_is_run_again(tmp_path: Path) -> None:
     lock = candidate_lock(tmp_path)
     gate(tmp_path, lock=lock)
     _, seen = runs_since(tmp_path, 0)
@@ -295,7 +299,7 @@ def test_a_corrupt_entry_is_run_again(tmp_path):
     assert "discarded" in stderr
 
 
-def test_module_entries_without_their_side_entry_run_again(tmp_path):
+def test_module_entries_without_their_side_entry_run_again(tmp_path: Path) -> None:
     """Every module's entry is there but the side's own entry (versions,
     plugins, import warnings) is gone or doubtful: the side runs again as a
     whole, never zero contracts (which read "not verified")."""
@@ -315,13 +319,15 @@ def test_module_entries_without_their_side_entry_run_again(tmp_path):
     assert report["verdict"] == "pass" and report["candidate"]["status"] == "ran", report["verdict"]
 
 
-def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path, monkeypatch):
+def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
 
     from optax_gate.gate import sides_speed
 
     timed = []
 
-    def measure(*args, **kwargs):
+    def measure(*args: Any, **kwargs: Any) -> Any:
         timed.append(args)
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
@@ -333,7 +339,7 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
         project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache"
     )
 
-    def speed(rounds=3, use_cache=True):
+    def speed(rounds: Any = 3, use_cache: Any = True) -> Any:
         return sides_speed.measure_speed(
             dataclasses.replace(env, use_cache=use_cache),
             SpeedOptions(enabled=True, rounds=rounds),
@@ -352,14 +358,16 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
     assert len(timed) == 3
 
 
-def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_not_timed(tmp_path, monkeypatch):
+def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_not_timed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The baseline's speed worker records what the timed steps execute (kept under the baseline's side
     inputs); a later candidate selected by changed function that changed none of those is not timed."""
     from optax_gate.gate import sides_speed
 
     timed = []
 
-    def measure(*args, reach_file=None, **kwargs):
+    def measure(*args: Any, reach_file: Any = None, **kwargs: Any) -> Any:
         timed.append(args)  # the baseline's worker writes its record where it is told (kit.environment.speed)
         Path(f"{reach_file}.123").write_text(
             json.dumps({"format": "reach-v1", "session": ["optax/_src/alias.py::adamw"], "modules": {}})
@@ -374,7 +382,7 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
     )
     both = sides_speed.SpeedSides((Path("b"), Path("c")), baseline_inputs={"lock": "base"})
 
-    def speed(tag, selection, use_cache=True):
+    def speed(tag: Any, selection: Any, use_cache: Any = True) -> Any:
         cand = tmp_path / f"cand-{tag}.txt"
         cand.write_text(f"optax==0.2.6 --hash=sha256:{tag}\n")
         record = {"status": "ran", **({"selection": selection} if selection is not None else {})}
@@ -401,7 +409,7 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
     assert len(timed) == 5
 
 
-def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch):
+def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run_both starts reading both environments' surfaces before the contracts
     end, so the late phase's diff finds them read (unseen's cached reader)."""
     import threading
@@ -413,12 +421,14 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
         site.mkdir()
     read, contracts_running = [], threading.Event()
 
-    def surface(site, packages):  # a read takes a while: it is still under way when the contracts start
+    def surface(
+        site: Any, packages: Any
+    ) -> Any:  # a read takes a while: it is still under way when the contracts start
         contracts_running.wait(10)
         read.append((site, contracts_running.is_set()))
         return {}
 
-    def contracts(side, args, progress, workers=2):
+    def contracts(side: Any, args: Any, progress: Any, workers: Any = 2) -> Any:
         contracts_running.set()
         deadline = __import__("time").monotonic() + 10
         while len(read) < 2 and __import__("time").monotonic() < deadline:
@@ -446,7 +456,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
         envs_dir=tmp_path / "envs",
         concurrent=False,
     )
-    _base, cand = sides.run_both(*made, env, lambda m: None)
+    _base, cand = sides.run_both(made[0], made[1], env, Progress())
     assert [s for s, _ in read] == sites
     assert cand["surfaces_read_by_then"] == 2  # read beside the contracts, not after them
     # ... but not beside the checkpoints' copy: the reader's thread would hold the interpreter lock

@@ -7,6 +7,8 @@ import json
 import stat
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,14 +21,14 @@ ALIAS = '"""Aliases."""\n\n\ndef adam(learning_rate, b1=0.9):\n    """Adam."""\n
 
 
 def _compare(
-    tmp_path,
+    tmp_path: Path,
     candidate_alias: str,
     *,
     version: str = "0.2.6",
     extra_file: bool = False,
-    inputs: dict | None = None,
+    inputs: dict[str, Any] | None = None,
     candidate_lock_extra: str = "",
-):
+) -> Any:
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": ALIAS}
     base = fake_site(tmp_path / "base", files)
     cand_files = {**files, "optax/alias.py": candidate_alias, **({"optax/new.py": "x = 1\n"} if extra_file else {})}
@@ -41,7 +43,7 @@ def _compare(
     )
 
 
-def test_comments_and_layout_are_the_same_code_and_the_files_are_named(tmp_path):
+def test_comments_and_layout_are_the_same_code_and_the_files_are_named(tmp_path: Path) -> None:
     commented = ALIAS.replace("\n\ndef adam", "\n# A comment.\n\ndef adam").replace("b1=0.9)", "b1 = 0.9 )")
     found = _compare(tmp_path, commented)
     assert found.same, found.why
@@ -61,13 +63,13 @@ def test_comments_and_layout_are_the_same_code_and_the_files_are_named(tmp_path)
         ),  # a docstring is code to Python
     ],
 )
-def test_a_changed_default_body_or_docstring_is_other_code(tmp_path, change, why):
+def test_a_changed_default_body_or_docstring_is_other_code(tmp_path: Path, change: Any, why: Any) -> None:
     found = _compare(tmp_path, change)
     assert not found.same and why in found.why
 
 
-def test_another_version_a_file_more_other_inputs_or_other_pins_are_not_the_same(tmp_path):
-    cases = {
+def test_another_version_a_file_more_other_inputs_or_other_pins_are_not_the_same(tmp_path: Path) -> None:
+    cases: dict[str, dict[str, Any]] = {
         "version": dict(version="0.2.7"),
         "file": dict(extra_file=True),
         "inputs": dict(inputs={"files_sha256": "g"}),
@@ -84,7 +86,7 @@ def test_another_version_a_file_more_other_inputs_or_other_pins_are_not_the_same
         assert not found.same and words[name] in found.why, (name, found.why)
 
 
-def test_a_package_pinned_alike_is_not_read_and_an_unknown_site_is_not_the_same(tmp_path):
+def test_a_package_pinned_alike_is_not_read_and_an_unknown_site_is_not_the_same(tmp_path: Path) -> None:
     lock = fake_lock(tmp_path / "a.txt", "optax==0.2.6")
     side = same_code.Installed(lock, tmp_path, INPUTS)
     same = same_code.compare(side, side)
@@ -96,7 +98,7 @@ def test_a_package_pinned_alike_is_not_read_and_an_unknown_site_is_not_the_same(
     assert not two.same and "two folders of one lock" in two.why
 
 
-def test_lock_entries_join_continuations_sort_hashes_and_name_direct_references():
+def test_lock_entries_join_continuations_sort_hashes_and_name_direct_references() -> None:
     text = (
         "# header\n--index-url https://x\noptax @ file:///w/optax-0.2.6-py3-none-any.whl \\\n"
         f"    --hash=sha256:{'b' * 64} \\\n    --hash=sha256:{'a' * 64}\n    # via -r in\nJax==0.11.2  # pinned\n"
@@ -107,7 +109,7 @@ def test_lock_entries_join_continuations_sort_hashes_and_name_direct_references(
     assert got["jax"] == "Jax==0.11.2"
 
 
-def test_the_real_lock_is_read_whole():
+def test_the_real_lock_is_read_whole() -> None:
     entries = same_code.lock_entries(LOCK.read_text())
     assert {"optax", "jax", "jaxlib", "flax"} <= set(entries)
     assert all("--hash=sha256:" in e for name, e in entries.items() if not name.startswith("-"))
@@ -125,7 +127,7 @@ cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir"
 """  # noqa: E501 (a script or page written out as it runs)
 
 
-def _gate(tmp_path, candidate_alias: str, extra=()):
+def _gate(tmp_path: Path, candidate_alias: str, extra: Any = ()) -> Any:
     """The gate with two fake environments whose site-packages hold optax as
     the baseline's lock pins it and as ``candidate_alias`` changes it."""
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": ALIAS}
@@ -159,7 +161,7 @@ def _gate(tmp_path, candidate_alias: str, extra=()):
     return proc, report, ran
 
 
-def test_a_candidate_with_the_baseline_code_takes_its_outcomes_and_the_report_says_so(tmp_path):
+def test_a_candidate_with_the_baseline_code_takes_its_outcomes_and_the_report_says_so(tmp_path: Path) -> None:
     proc, report, ran = _gate(tmp_path, ALIAS.replace("\n\ndef adam", "\n# only a comment\n\ndef adam"))
     assert proc.returncode == 0, proc.stderr
     assert ran == {"base": True, "cand": False}, "the candidate's contracts ran although its code is the baseline's"
@@ -174,7 +176,7 @@ def test_a_candidate_with_the_baseline_code_takes_its_outcomes_and_the_report_sa
 
 
 @pytest.mark.parametrize("extra", [(), ("--no-cache",)])
-def test_a_candidate_whose_code_differs_or_under_no_cache_runs_its_contracts(tmp_path, extra):
+def test_a_candidate_whose_code_differs_or_under_no_cache_runs_its_contracts(tmp_path: Path, extra: Any) -> None:
     alias = ALIAS.replace("b1=0.9", "b1=0.95") if not extra else ALIAS
     proc, report, ran = _gate(tmp_path, alias, extra)
     assert proc.returncode == 0, proc.stderr

@@ -8,6 +8,7 @@ verdict; without a scope every finding is the team's. The fake team
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TEAM = Path(__file__).parent / "fake_team"
 
 
-def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = None, team: Path = TEAM):
+def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = None, team: Path = TEAM) -> Any:
     base, cand = traced_runs()
     if only_adamw:  # the two contracts of the APIs the team calls pass again: only adamw's is broken
         for cid in ("golden_b", "golden_c"):
@@ -43,7 +44,7 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
     )
 
 
-def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate():
+def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate() -> None:
     report = _report(only_adamw=True)
     (f,) = report["findings"]
     assert (
@@ -61,7 +62,7 @@ def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail
     assert "it calls none of their APIs, or every call's arguments rule the change out" in section, section
 
 
-def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
+def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere() -> None:
     report = _report()
     got = [(f["number"], f["api"], f["scope"]) for f in report["findings"]]
     assert got == [(1, "jax.jit+optax.swap", "yours"), (2, "optax.clip", "yours"), (3, "optax.adamw", "elsewhere")]
@@ -77,21 +78,23 @@ def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
     assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the numbers
 
 
-def test_fail_on_all_keeps_todays_verdict():
+def test_fail_on_all_keeps_todays_verdict() -> None:
     report = _report(only_adamw=True, fail_on="all")
     assert report["findings"][0]["scope"] == "elsewhere"  # still listed as elsewhere...
     assert report["verdict"] == "fail" and report["reasons"] == ["1 contract(s) broken"]  # ...but it sets the verdict
     assert report["scope"]["fail_on"] == "all" and report["scope"]["broken_elsewhere"] == 0
 
 
-def test_without_usage_every_finding_is_the_teams():
+def test_without_usage_every_finding_is_the_teams() -> None:
     report = _report(only_adamw=True, scan=False)
     assert [f["scope"] for f in report["findings"]] == ["yours"]
     assert report["verdict"] == "fail" and report["scope"]["by"] is None
     assert "Optax changed elsewhere" not in report_markdown.render(report)
 
 
-def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_verified(tmp_path, monkeypatch):
+def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A file under --usage that cannot be read may use any API: every finding is not verified, the reason
     naming the file and why. (A dangling symlink does not serve here: there is no file behind it, so no
     code.)"""
@@ -113,8 +116,8 @@ def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_
     assert "secret.py`: unreadable: permission denied)" in report["reasons"][0]
 
 
-def test_not_verified_is_never_scoped_into_a_pass():
-    report = {
+def test_not_verified_is_never_scoped_into_a_pass() -> None:
+    report: Any = {
         "verdict": "not-verified",
         "reasons": ["candidate not verified: x"],
         "findings": [{"number": 1, "change": "broken", "contracts": ["a"], "section": "contracts"}],
@@ -124,7 +127,7 @@ def test_not_verified_is_never_scoped_into_a_pass():
     assert report["verdict"] == "not-verified" and report["reasons"] == ["candidate not verified: x"]
 
 
-def test_another_source_of_evidence_sets_the_scope_first():
+def test_another_source_of_evidence_sets_the_scope_first() -> None:
     """The traced run (``--run``) scopes each finding itself; ``--usage`` is then not consulted."""
     base, cand = traced_runs()
     the_scan = usage.scan([TEAM])
@@ -147,7 +150,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
         scope.set_scope(report["findings"][0], "mine")
 
 
-def test_report_json_with_scopes_follows_the_schema():
+def test_report_json_with_scopes_follows_the_schema() -> None:
     jsonschema = pytest.importorskip(
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
     )
@@ -157,7 +160,7 @@ def test_report_json_with_scopes_follows_the_schema():
     jsonschema.validate(json.loads(report_json.render(_report())), json.loads(SCHEMA.read_text()))
 
 
-def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
+def test_the_gate_and_the_action_take_fail_on_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from optax_gate.action import run
     from optax_gate.gate import cli_parser
 
@@ -170,12 +173,12 @@ def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
     assert "--fail-on" not in run.gate_args(tmp_path)
 
 
-def _verdict_of(found: list[dict], by: str = "usage") -> dict:
-    report = {"verdict": "fail", "reasons": ["3 contract(s) broken"], "notes": [], "findings": found}
+def _verdict_of(found: list[dict[str, Any]], by: str = "usage") -> Any:
+    report: Any = {"verdict": "fail", "reasons": ["3 contract(s) broken"], "notes": [], "findings": found}
     return assemble.with_scope(report, scope.scoped(report, "broken", by))
 
 
-def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_counted_once():
+def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_counted_once() -> None:
     """A known defect that now raises is one ``changed`` finding holding a broken and a fixed row
     (``causes.merge``): its broken row counts where the team's code goes, and only the broken rows
     are counted (never "2 + 37 broken of 34")."""
@@ -207,7 +210,7 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     assert report["reasons"] == ["2 contract(s) broken where your code goes (usage): 2 in F1"]
 
 
-def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_from():
+def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_from() -> None:
     """A contract pinning a training recipe (``recipe:none-gradients``: adamw, clip and a schedule
     together) reaches the code through the recipe's APIs (``call_sites.RECIPE_APIS``): code using none
     of them is elsewhere (a file calling only ``optax.sgd`` does not FAIL from Adam's None-gradient
@@ -216,8 +219,8 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
     user with a None gradient leaf does not PASS."""
     from optax_gate.gate.team_code import call_sites
 
-    decide = scope.usage_decision(unread=False)
-    recipe = {
+    decide: Any = scope.usage_decision(unread=False)  # a finding's (scope, why), never None here
+    recipe: Any = {
         "section": "contracts",
         "change": "changed",
         "api": "recipe:none-gradients",
@@ -237,7 +240,7 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
     assert {"optax.adam", "optax.adamw"} <= set(call_sites.apis_of("recipe:none-gradients"))
 
 
-def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path):
+def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path: Path) -> None:
     """A recipe reaches code through what it adds to the base recipe (MultiSteps; the transformations
     a None gradient leaf goes through), and the sites it names are the team's uses of those APIs
     only. Teams the 0.2.8 upgrade does not change are not failed by recipes: a float32 team calling
@@ -246,7 +249,7 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     None-gradient recipe."""
     from optax_gate.gate.team_code import call_sites
 
-    decide = scope.usage_decision(unread=False)
+    decide: Any = scope.usage_decision(unread=False)  # a finding's (scope, why), never None here
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text(
@@ -263,7 +266,7 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     ]:
         sites = call_sites.sites(scan, call_sites.apis_of(label))
         assert sites == uses, (label, sites)
-        finding = {
+        finding: Any = {
             "section": "contracts",
             "change": "broken",
             "api": label,
@@ -276,7 +279,7 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     assert call_sites.apis_of("recipe:multisteps(adamw+warmup-cosine+clip)") == ["optax.MultiSteps"]
 
 
-def test_each_recipe_contract_carries_the_label_of_what_it_runs():
+def test_each_recipe_contract_carries_the_label_of_what_it_runs() -> None:
     """``test_state_snapshot[multi-steps]`` snapshots MultiSteps' state but carried the module's
     base-recipe label: MultiSteps' 0.2.8 accumulator change then reached every adam user through it.
     Each contract of the recipes' module that runs MultiSteps (its id says multi-steps) carries a label
@@ -315,7 +318,7 @@ def test_each_recipe_contract_carries_the_label_of_what_it_runs():
         assert ("optax.MultiSteps" in call_sites.apis_of(label)) == runs_multisteps, (nodeid, label)
 
 
-def test_every_training_recipe_names_the_apis_it_is_built_from():
+def test_every_training_recipe_names_the_apis_it_is_built_from() -> None:
     """Each ``recipe:`` label of the contracts has its APIs in ``call_sites.RECIPE_APIS``, and each
     of those APIs appears in the recipes' module (the table follows the contracts)."""
     import re
@@ -329,12 +332,12 @@ def test_every_training_recipe_names_the_apis_it_is_built_from():
         assert apis and all(re.search(rf"\b{re.escape(api)}\b", source) for api in apis), label
 
 
-def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
+def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api() -> None:
     """A finding that joins an API's contracts and a recipe that wraps it (0.2.8's "MultiSteps,
     recipe:multisteps(adamw+warmup-cosine+clip): float64 results have float32-sized errors") is scoped by the
     API it names: a team that never calls MultiSteps does not get FAIL from it."""
-    decide = scope.usage_decision(unread=False)
-    joined = {
+    decide: Any = scope.usage_decision(unread=False)  # a finding's (scope, why), never None here
+    joined: Any = {
         "section": "contracts",
         "change": "broken",
         "api": "optax.MultiSteps",
@@ -347,7 +350,7 @@ def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
     assert decide({**joined, "your_code": ["train.py:3"]})[0] == "yours"
 
 
-def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
+def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told() -> None:
     """A finding whose every line is "cannot tell" (Adam's None-gradient change for a float32 team calling
     ``adam``) says so where the verdict counts it, and how to decide; one with an affected line does not."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
@@ -371,7 +374,7 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     assert scope.where_counted([cannot], "run") == "1 in F1 (1 of its 1 contracts broke, 1 fixed)"  # --run decided it
 
 
-def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_verified_not_fail():
+def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_verified_not_fail() -> None:
     """Broken contracts whose every line "cannot tell" make the verdict not verified (exit 2, fail closed),
     never FAIL, with the reason saying --run decides: "cannot tell" is no evidence either way, as for a
     float32 Adam team gated with --usage alone under Adam's None-gradient change (its gradients come from
@@ -396,11 +399,11 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     }
     elsewhere = {"change": "broken", "contracts": ["z"], "api": "optax.lion", "scope": "elsewhere"}
 
-    def verdict(*found, reasons=("3 contract(s) broken",)):
-        report = {"verdict": "fail", "reasons": list(reasons), "notes": [], "findings": [dict(f) for f in found]}
+    def verdict(*found: Any, reasons: Any = ("3 contract(s) broken",)) -> Any:
+        report: Any = {"verdict": "fail", "reasons": list(reasons), "notes": [], "findings": [dict(f) for f in found]}
         return assemble.with_scope(report, scope.scoped(report, "broken", "usage"))
 
-    report = verdict(cannot, elsewhere)
+    report: Any = verdict(cannot, elsewhere)
     assert report["verdict"] == "not-verified", report
     assert report["reasons"] == [
         "1 contract(s) broken where your code may go: 1 in F1 (1 of its 2 contracts broke, 1 fixed; "
@@ -423,7 +426,7 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     assert (
         assemble.with_scope(report, scope.scoped(report, "broken", "run"))["verdict"] == "fail"
     )  # --run decided the scope: no "cannot tell" there
-    own = {
+    own: Any = {
         "verdict": "fail",
         "reasons": ["1 contract(s) broken"],
         "notes": [],
@@ -433,7 +436,7 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     assert assemble.with_scope(own, scope.scoped(own, "broken", "usage"))["verdict"] == "fail"
 
 
-def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts():
+def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts() -> None:
     """The verdict's reason about broken rows beyond the contracts names the findings that hold them, so one
     cause is not counted twice (as "2 in F2" and "beyond the contracts: 1 API surface finding broken" for a
     surface row joined to F2)."""
@@ -445,15 +448,15 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
         "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}],
     }
     alone = {"change": "broken", "section": "dependencies", "contracts": [], "api": "jaxlib"}
-    other = {"change": "changed", "section": "contracts", "contracts": ["b"], "api": "optax.sgd"}
-    report = {
+    other: Any = {"change": "changed", "section": "contracts", "contracts": ["b"], "api": "optax.sgd"}
+    report: Any = {
         "verdict": "fail",
         "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface row and 1 dependency row broken"],
         "notes": [],
         "findings": [other, joined, alone],
     }
     report = assemble.with_scope(report, scope.scoped(report))
-    numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
+    numbers: Any = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
     assert report["reasons"][1] == (
         f"beyond the contracts: 1 API surface row and 1 dependency row broken (in F{numbers[0]}, F{numbers[1]})"
     ), report["reasons"]
@@ -461,12 +464,17 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
     assert report["reasons"][1].count("(in F") == 1
 
 
-def test_the_note_of_a_run_scope_does_not_say_the_code_does_not_go_where_the_run_calls():
+def test_the_note_of_a_run_scope_does_not_say_the_code_does_not_go_where_the_run_calls() -> None:
     """With ``--run`` the note on broken contracts elsewhere says the run
     does not diverge for them, never "where your code does not go (run)"
     above findings saying "your run calls it here"."""
-    finding = {"change": "broken", "section": "contracts", "api": "optax.l2_loss", "contracts": [{"change": "broken"}]}
-    report = {"findings": [finding], "verdict": "fail", "reasons": []}
+    finding: Any = {
+        "change": "broken",
+        "section": "contracts",
+        "api": "optax.l2_loss",
+        "contracts": [{"change": "broken"}],
+    }
+    report: Any = {"findings": [finding], "verdict": "fail", "reasons": []}
     scope.set_scope(finding, "elsewhere", "your run does not diverge at a call of its APIs")
     report = assemble.with_scope(report, scope.scoped(report, "broken", "run"))
     note = next(n for n in report.get("notes") or [] if "broken contract(s)" in n)

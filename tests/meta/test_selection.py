@@ -8,6 +8,8 @@ import stat
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +52,7 @@ class MultiSteps:
 '''
 
 
-def _changed(new: str) -> function_diff.FunctionDiff | tuple[set[str], str]:
+def _changed(new: str) -> Any:
     return function_diff.changed_in_file("optax", "optax/alias.py", SOURCE.encode(), new.encode())
 
 
@@ -64,7 +66,7 @@ def _changed(new: str) -> function_diff.FunctionDiff | tuple[set[str], str]:
         (("\ndef sgd", "\n# a comment\ndef sgd"), set()),  # comments and layout are no change
     ],
 )
-def test_a_body_change_names_its_function_and_layout_names_none(edit, changed):
+def test_a_body_change_names_its_function_and_layout_names_none(edit: Any, changed: Any) -> None:
     found, why = _changed(SOURCE.replace(*edit))
     assert why == "" and found == changed
 
@@ -81,17 +83,25 @@ def test_a_body_change_names_its_function_and_layout_names_none(edit, changed):
         ("import math\n", "import math\nimport os\n"),
     ],
 )
-def test_a_change_of_the_top_level_cannot_be_mapped_to_functions(edit):
+def test_a_change_of_the_top_level_cannot_be_mapped_to_functions(edit: Any) -> None:
     found, why = _changed(SOURCE.replace(*edit))
     assert found == set() and why.startswith("the top level of optax/alias.py changed"), why
 
 
-def test_a_file_that_does_not_parse_or_defines_a_name_twice_cannot_be_mapped():
+def test_a_file_that_does_not_parse_or_defines_a_name_twice_cannot_be_mapped() -> None:
     assert "does not parse" in _changed(SOURCE + "\ndef (:\n")[1]
     assert "defines a function twice" in _changed(SOURCE + "\n\ndef sgd(x):\n    return x\n")[1]
 
 
-def _compare(tmp_path, candidate: str, *, version="0.2.6", extra_file=False, inputs=None, candidate_lock_extra=""):
+def _compare(
+    tmp_path: Path,
+    candidate: str,
+    *,
+    version: Any = "0.2.6",
+    extra_file: Any = False,
+    inputs: Any = None,
+    candidate_lock_extra: Any = "",
+) -> Any:
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": SOURCE}
     base = fake_site(tmp_path / "base", files)
     cand = fake_site(
@@ -109,7 +119,7 @@ def _compare(tmp_path, candidate: str, *, version="0.2.6", extra_file=False, inp
     )
 
 
-def test_the_installed_packages_are_compared_function_by_function(tmp_path):
+def test_the_installed_packages_are_compared_function_by_function(tmp_path: Path) -> None:
     found = _compare(tmp_path, SOURCE.replace("return learning_rate\n", "return -learning_rate\n"))
     assert found == function_diff.FunctionDiff(frozenset({"optax/alias.py::sgd"}))
 
@@ -123,11 +133,11 @@ def test_the_installed_packages_are_compared_function_by_function(tmp_path):
         ({"candidate_lock_extra": "numpy==2.0 \\\n    " + HASH + "\n"}, "the locks pin other packages"),
     ],
 )
-def test_another_version_file_input_or_package_runs_every_module(tmp_path, kwargs, why):
+def test_another_version_file_input_or_package_runs_every_module(tmp_path: Path, kwargs: Any, why: Any) -> None:
     assert _compare(tmp_path, SOURCE, **kwargs).everything == why
 
 
-def test_a_package_beyond_optax_and_flax_pinned_differently_runs_every_module(tmp_path):
+def test_a_package_beyond_optax_and_flax_pinned_differently_runs_every_module(tmp_path: Path) -> None:
     base_lock = fake_lock(tmp_path / "base.txt", "optax==0.2.6")
     cand_lock = tmp_path / "cand.txt"
     cand_lock.write_text(base_lock.read_text().replace("jax==0.11.2", "jax==0.12.0"))
@@ -147,7 +157,7 @@ BASE = {
 MODULES = [*BASE, "team:own"]
 
 
-def test_a_module_runs_when_it_executed_a_changed_function_or_has_no_record():
+def test_a_module_runs_when_it_executed_a_changed_function_or_has_no_record() -> None:
     chosen = selection.choose(
         MODULES, BASE, ["optax/__init__.py::<module>"], function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"}))
     )
@@ -176,12 +186,14 @@ def test_a_module_runs_when_it_executed_a_changed_function_or_has_no_record():
         ([], function_diff.FunctionDiff(everything="jax is pinned differently"), "jax is pinned differently"),
     ],
 )
-def test_every_module_runs_when_the_change_reaches_outside_the_modules_or_cannot_be_mapped(session, diff, why):
+def test_every_module_runs_when_the_change_reaches_outside_the_modules_or_cannot_be_mapped(
+    session: Any, diff: Any, why: Any
+) -> None:
     chosen = selection.choose(MODULES, BASE, session, diff)
     assert chosen.run == tuple(MODULES) and chosen.taken == () and chosen.everything.startswith(why)
 
 
-def test_the_records_of_several_processes_are_joined_and_a_bad_one_is_none(tmp_path):
+def test_the_records_of_several_processes_are_joined_and_a_bad_one_is_none(tmp_path: Path) -> None:
     (tmp_path / "base.reach.json.gw0").write_text(
         json.dumps({"format": "reach-v1", "session": ["a"], "modules": {"m": ["x"]}})
     )
@@ -208,7 +220,7 @@ cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir"
 """  # noqa: E501 (a script or page written out as it runs)
 
 
-def _gate(tmp_path, tag: str, source: str, extra=()):
+def _gate(tmp_path: Path, tag: str, source: str, extra: Any = ()) -> Any:
     """The gate with fake environments (``test_cli.FAKE_PYTHON``: a module named for adam executes
     ``optax/alias.py::adam``, every other one ``sgd``) whose optax is the baseline's and ``source``;
     the results cache is shared between calls. Returns (process, report, modules the candidate ran)."""
@@ -246,7 +258,7 @@ def _gate(tmp_path, tag: str, source: str, extra=()):
     return proc, report, ran
 
 
-def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_takes_the_rest(tmp_path):
+def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_takes_the_rest(tmp_path: Path) -> None:
     changed = SOURCE.replace("return x * b1", "return x / b1")
     proc, first, ran = _gate(tmp_path, "a", changed)  # the baseline is not cached yet: every module runs
     assert proc.returncode == 0, proc.stderr
@@ -290,11 +302,11 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     )
 
 
-def first_of(tmp_path, tag):
+def first_of(tmp_path: Path, tag: Any) -> Any:
     return json.loads((tmp_path / f"out-{tag}" / "report.json").read_text())
 
 
-def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every_one(tmp_path):
+def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every_one(tmp_path: Path) -> None:
     proc, _, every = _gate(tmp_path, "a", SOURCE.replace("return 1\n", "return 2\n"))  # caches the baseline
     assert proc.returncode == 0, proc.stderr
     proc, report, ran = _gate(
@@ -322,7 +334,7 @@ def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every
     assert "every contract module runs (--all-modules)" in proc.stderr
 
 
-def test_the_gate_imports_without_pytest():
+def test_the_gate_imports_without_pytest() -> None:
     """The gate's own environment (``./noxw -s gate``) has no pytest: the recorder's names come from a module without
     it."""
     code = (
@@ -333,7 +345,9 @@ def test_the_gate_imports_without_pytest():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_hypothesis_profile_that_draws_other_examples_each_run_runs_every_module(tmp_path, monkeypatch):
+def test_a_hypothesis_profile_that_draws_other_examples_each_run_runs_every_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPTAX_GATE_HYPOTHESIS_PROFILE", "dev")
     changed = SOURCE.replace("return x * b1", "return x / b1")
     _, _, every = _gate(tmp_path, "a", changed)
@@ -344,7 +358,7 @@ def test_a_hypothesis_profile_that_draws_other_examples_each_run_runs_every_modu
     )
 
 
-def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
+def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path: Path) -> None:
     """Collecting test_nnx.py warns (the stand-in pytest says so, as flax's import does); a run that takes it
     from the baseline (selected) or from the side's own cache (the other modules run) still has the warning."""
     changed = SOURCE.replace("return learning_rate\n", "return -learning_rate\n")  # sgd: every module but adam's
@@ -366,7 +380,7 @@ def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
 # ------------------------------------------------------------------ per API within a module
 
 
-def _grid(common=(), **apis):
+def _grid(common: Any = (), **apis: Any) -> Any:
     """A grid module's cached payload: one contract per API, and what each API (and the module outside them)
     executed."""
     return {
@@ -390,7 +404,7 @@ ADAM, LION, CHAIN = "optax/alias.py::adam", "optax/alias.py::lion", "optax/base.
     ],
     ids=["one-api", "outside-the-apis", "every-api", "no-record"],
 )
-def test_a_module_runs_only_the_apis_whose_contracts_executed_the_change(payload, apis):
+def test_a_module_runs_only_the_apis_whose_contracts_executed_the_change(payload: Any, apis: Any) -> None:
     """Each API is named once in the words, however many modules run it in part."""
     chosen = selection.choose(["m"], {"m": payload}, [], function_diff.FunctionDiff(frozenset({LION})))
     assert chosen.run == ("m",) and chosen.apis == ({"m": apis} if apis else {})
@@ -401,14 +415,14 @@ def test_a_module_runs_only_the_apis_whose_contracts_executed_the_change(payload
         )
 
 
-def test_a_contract_whose_api_has_no_record_runs_its_whole_module():
+def test_a_contract_whose_api_has_no_record_runs_its_whole_module() -> None:
     payload = _grid(adam=[ADAM], lion=[LION])
     payload["contracts"]["m::test_new"] = {"api": "optax.new", "outcome": "passed"}
     chosen = selection.choose(["m"], {"m": payload}, [], function_diff.FunctionDiff(frozenset({LION})))
     assert chosen.run == ("m",) and chosen.apis == {}
 
 
-def test_the_deselection_plugin_keeps_only_the_selected_apis_of_a_listed_module(tmp_path):
+def test_the_deselection_plugin_keeps_only_the_selected_apis_of_a_listed_module(tmp_path: Path) -> None:
     (tmp_path / "test_grid.py").write_text(
         "import pytest\n"
         "@pytest.mark.parametrize('api', [pytest.param(a, marks=pytest.mark.contract(api=a), id=a)"
@@ -438,7 +452,7 @@ def test_the_deselection_plugin_keeps_only_the_selected_apis_of_a_listed_module(
     assert "2 deselected" in proc.stdout
 
 
-def test_the_words_name_each_api_once_across_the_modules_that_run_it():
+def test_the_words_name_each_api_once_across_the_modules_that_run_it() -> None:
     payloads = {m: _grid(adam=[ADAM], lion=[LION]) for m in ("m1", "m2", "m3")}
     chosen = selection.choose(list(payloads), payloads, [], function_diff.FunctionDiff(frozenset({LION})))
     assert chosen.apis == {m: ["optax.lion"] for m in payloads}

@@ -8,6 +8,7 @@ import hashlib
 import subprocess
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ def value_in(wheel: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Path:
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkout with three commits: a package returning 1, one returning 2
     (subject with a PR number), and one whose pyproject cannot be parsed."""
     path = tmp_path_factory.mktemp("tiny") / "tinypkg"
@@ -38,7 +39,7 @@ def repo(tmp_path_factory) -> Path:
     return path
 
 
-def test_commit_info_names_sha_date_subject_and_pr(repo):
+def test_commit_info_names_sha_date_subject_and_pr(repo: Any) -> None:
     head = source_build.commit_info(repo, "HEAD")
     assert head.sha == git(repo, "rev-parse", "HEAD") and len(head.sha) == 40
     assert head.sha.startswith(head.short) and 4 <= len(head.short) < 40
@@ -50,7 +51,7 @@ def test_commit_info_names_sha_date_subject_and_pr(repo):
     assert (first.subject, first.pr) == ("first", None)
 
 
-def test_unknown_ref_and_missing_repository_fail_at_fetch(repo, tmp_path):
+def test_unknown_ref_and_missing_repository_fail_at_fetch(repo: Any, tmp_path: Path) -> None:
     with pytest.raises(SourceBuildError) as e:
         source_build.commit_info(repo, "no-such-branch")
     assert e.value.stage == "fetch" and "no-such-branch" in e.value.message
@@ -63,7 +64,7 @@ def test_unknown_ref_and_missing_repository_fail_at_fetch(repo, tmp_path):
     assert e.value.stage == "fetch" and "not a git repository" in e.value.message
 
 
-def test_builds_each_commit_once_and_leaves_the_checkout_alone(repo, tmp_path):
+def test_builds_each_commit_once_and_leaves_the_checkout_alone(repo: Any, tmp_path: Path) -> None:
     status_before = git(repo, "status", "--porcelain", "--ignored")
     head_before = git(repo, "rev-parse", "HEAD")
     cache = tmp_path / "cache"
@@ -91,7 +92,7 @@ def test_builds_each_commit_once_and_leaves_the_checkout_alone(repo, tmp_path):
     assert again == built and again.path.stat().st_mtime_ns == mtime
 
 
-def test_a_tampered_or_incomplete_cache_entry_is_built_again(repo, tmp_path):
+def test_a_tampered_or_incomplete_cache_entry_is_built_again(repo: Any, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     built = source_build.build_wheel(repo, "v0.1.0", cache, timeout=300)
     built.path.write_bytes(b"not the wheel")
@@ -102,7 +103,7 @@ def test_a_tampered_or_incomplete_cache_entry_is_built_again(repo, tmp_path):
     assert source_build.cached(cache, built.commit.sha) is None
 
 
-def test_a_commit_that_does_not_build_fails_at_build_with_uvs_message(repo, tmp_path):
+def test_a_commit_that_does_not_build_fails_at_build_with_uvs_message(repo: Any, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     with pytest.raises(SourceBuildError) as e:
         source_build.build_wheel(repo, "HEAD", cache, timeout=300)
@@ -112,7 +113,7 @@ def test_a_commit_that_does_not_build_fails_at_build_with_uvs_message(repo, tmp_
     assert [p.name for p in (cache / "wheels").iterdir()] == []  # the temporary clone is gone
 
 
-def test_a_url_is_cloned_bare_into_the_cache_and_fetched_again(repo, tmp_path):
+def test_a_url_is_cloned_bare_into_the_cache_and_fetched_again(repo: Any, tmp_path: Path) -> None:
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "--quiet", "--bare", str(repo), str(bare)], check=True)
     cache = tmp_path / "cache"
@@ -134,14 +135,14 @@ def test_a_url_is_cloned_bare_into_the_cache_and_fetched_again(repo, tmp_path):
     assert source_build.commit_info(bare, "main").sha == new
 
 
-def test_an_unreachable_url_fails_closed_at_fetch_with_gits_message(tmp_path):
+def test_an_unreachable_url_fails_closed_at_fetch_with_gits_message(tmp_path: Path) -> None:
     with pytest.raises(SourceBuildError) as e:
         source_build.build_wheel("https://127.0.0.1:9/google-deepmind/optax.git", "main", tmp_path, timeout=60)
     assert e.value.stage == "fetch" and "unable to access" in e.value.message
     assert not list((tmp_path / "repos").iterdir())  # no half clone left behind
 
 
-def test_dirty_lists_uncommitted_paths_of_a_checkout_only(repo, tmp_path):
+def test_dirty_lists_uncommitted_paths_of_a_checkout_only(repo: Any, tmp_path: Path) -> None:
     assert source_build.dirty(repo) == []
     (repo / "scratch.txt").write_text("x")
     try:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -54,11 +55,11 @@ SCHEMA = json.loads((ROOT / "src/optax_gate/gate/report/report.schema.json").rea
         ("optax @ git+file:///srv/optax.git@abc123", "/srv/optax.git", "abc123"),
     ],
 )
-def test_a_git_spec_names_repository_and_ref(spec, repo, ref):
+def test_a_git_spec_names_repository_and_ref(spec: Any, repo: Any, ref: Any) -> None:
     assert source_specs.from_spec(spec) == SourceSpec(spec.split(" @ ")[0], repo, ref, spec)
 
 
-def test_a_file_spec_is_a_checkout_at_its_head_and_a_wheel_file_stays_an_ordinary_spec(tmp_path):
+def test_a_file_spec_is_a_checkout_at_its_head_and_a_wheel_file_stays_an_ordinary_spec(tmp_path: Path) -> None:
     assert source_specs.from_spec(f"optax @ {tmp_path.as_uri()}") == SourceSpec(
         "optax", str(tmp_path), "HEAD", f"optax @ {tmp_path.as_uri()}"
     )
@@ -68,7 +69,7 @@ def test_a_file_spec_is_a_checkout_at_its_head_and_a_wheel_file_stays_an_ordinar
     assert source_specs.from_spec("optax==0.2.8") is None
 
 
-def test_source_option_takes_path_or_url_and_an_optional_ref(tmp_path):
+def test_source_option_takes_path_or_url_and_an_optional_ref(tmp_path: Path) -> None:
     assert source_specs.from_option(f"optax={tmp_path}@v1") == SourceSpec(
         "optax", str(tmp_path), "v1", f"--source optax={tmp_path}@v1"
     )
@@ -84,7 +85,7 @@ def test_source_option_takes_path_or_url_and_an_optional_ref(tmp_path):
 
 
 @pytest.mark.parametrize("spec", ["jax @ git+https://github.com/jax-ml/jax@main", "jaxlib @ file:///tmp"])
-def test_jax_and_jaxlib_from_source_are_refused_as_compiled(spec):
+def test_jax_and_jaxlib_from_source_are_refused_as_compiled(spec: Any) -> None:
     with pytest.raises(InvalidInput, match="compiled .*use a published release or pre-release instead"):
         source_specs.split([spec], None)
     with pytest.raises(InvalidInput, match="compiled"):
@@ -93,14 +94,14 @@ def test_jax_and_jaxlib_from_source_are_refused_as_compiled(spec):
         source_specs.split(["numpy @ git+https://github.com/numpy/numpy@main"], None)
 
 
-def test_a_package_named_by_a_spec_and_by_source_is_refused():
+def test_a_package_named_by_a_spec_and_by_source_is_refused() -> None:
     with pytest.raises(InvalidInput, match="optax is named twice"):
         source_specs.split(["optax==0.2.8"], ["optax=/tmp/optax"])
     plain, sources = source_specs.split(["jax==0.12.0.1", "optax @ git+https://h/o@main"], ["flax=/tmp/flax"])
     assert plain == ["jax==0.12.0.1"] and [s.name for s in sources] == ["optax", "flax"]
 
 
-def test_jax_from_source_is_refused_by_the_gate_within_seconds(tmp_path):
+def test_jax_from_source_is_refused_by_the_gate_within_seconds(tmp_path: Path) -> None:
     out = tmp_path / "out"
     status, _, stderr, seconds = gate_cli("jax @ git+https://github.com/jax-ml/jax@main", out=out, timeout=60)
     assert status == 2 and "jax cannot be built from source" in stderr and "compiled" in stderr
@@ -117,7 +118,7 @@ numpy==2.0.0 \\
 """
 
 
-def test_the_lock_must_pin_the_built_wheel_by_its_own_hash(tmp_path):
+def test_the_lock_must_pin_the_built_wheel_by_its_own_hash(tmp_path: Path) -> None:
     digest, other = "a" * 64, "b" * 64
     entry = {"package": "optax", "wheel": "optax-0.2.9.dev0-py3-none-any.whl", "sha256": digest}
     lock = tmp_path / "lock.txt"
@@ -145,7 +146,7 @@ sys.exit(cli.main(["gate", *{args!r}, "--out", {out!r}, "--cache-dir", {cache!r}
 
 
 @pytest.fixture(scope="module")
-def tiny_optax(tmp_path_factory) -> Path:
+def tiny_optax(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("src") / "optax"
     path.mkdir()
     git(path, "init", "--quiet", "-b", "main")
@@ -157,7 +158,7 @@ def tiny_optax(tmp_path_factory) -> Path:
     return path
 
 
-def fake_gate(tmp_path: Path, *args: str, patch: str = "") -> subprocess.CompletedProcess:
+def fake_gate(tmp_path: Path, *args: str, patch: str = "") -> subprocess.CompletedProcess[str]:
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE_PYTHON.format(python=sys.executable, pause=0, tests=2))
     fake.chmod(0o755)
@@ -179,11 +180,11 @@ def fake_gate(tmp_path: Path, *args: str, patch: str = "") -> subprocess.Complet
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, **uv_env()},
+        env={**os.environ, **(uv_env() or {})},
     )
 
 
-def latest(tmp_path: Path) -> tuple[dict, str, Path]:
+def latest(tmp_path: Path) -> tuple[dict[str, Any], str, Path]:
     """The newest complete run (judged or not): its report, its markdown, its folder."""
     run = newest_run(tmp_path / "out")
     return json.loads((run / "report.json").read_text()), (run / "report.md").read_text(), run
@@ -191,7 +192,9 @@ def latest(tmp_path: Path) -> tuple[dict, str, Path]:
 
 @needs_uv
 @pytest.mark.parametrize("form", ["file spec", "source option"])
-def test_a_checkout_is_built_pinned_by_its_hash_and_named_in_the_report(tmp_path, tiny_optax, form):
+def test_a_checkout_is_built_pinned_by_its_hash_and_named_in_the_report(
+    tmp_path: Path, tiny_optax: Any, form: Any
+) -> None:
     args = [f"optax @ {tiny_optax.as_uri()}"] if form == "file spec" else ["--source", f"optax={tiny_optax}@main"]
     proc = fake_gate(tmp_path, *args)
     assert proc.returncode == 0, proc.stderr
@@ -212,7 +215,7 @@ def test_a_checkout_is_built_pinned_by_its_hash_and_named_in_the_report(tmp_path
 
 
 @needs_uv
-def test_a_dirty_checkout_is_built_from_its_commit_and_the_report_says_so(tmp_path, tiny_optax):
+def test_a_dirty_checkout_is_built_from_its_commit_and_the_report_says_so(tmp_path: Path, tiny_optax: Any) -> None:
     (tiny_optax / "optax" / "__init__.py").write_text('__version__ = "edited"\n')
     try:
         proc = fake_gate(tmp_path, f"optax @ {tiny_optax.as_uri()}")
@@ -233,7 +236,9 @@ def test_a_dirty_checkout_is_built_from_its_commit_and_the_report_says_so(tmp_pa
         ("no build", "build", "pyproject.toml"),
     ],
 )
-def test_a_failed_build_is_not_verified_with_its_message(tmp_path, tiny_optax, where, stage, says):
+def test_a_failed_build_is_not_verified_with_its_message(
+    tmp_path: Path, tiny_optax: Any, where: Any, stage: Any, says: Any
+) -> None:
     if where == "unreachable":
         spec = "optax @ git+https://127.0.0.1:9/google-deepmind/optax@main"
     elif where == "unknown ref":
@@ -271,7 +276,7 @@ environments.compile_lock = compile_lock
 
 
 @needs_uv
-def test_a_lock_that_pins_another_hash_than_the_built_wheels_is_not_verified(tmp_path, tiny_optax):
+def test_a_lock_that_pins_another_hash_than_the_built_wheels_is_not_verified(tmp_path: Path, tiny_optax: Any) -> None:
     proc = fake_gate(tmp_path, f"optax @ {tiny_optax.as_uri()}", patch=SWAP_HASH)
     assert proc.returncode == 2, proc.stderr
     report, _, _ = latest(tmp_path)
@@ -279,7 +284,9 @@ def test_a_lock_that_pins_another_hash_than_the_built_wheels_is_not_verified(tmp
     assert "f" * 64 in report["candidate"]["reason"]
 
 
-def test_a_file_spec_with_a_ref_a_missing_folder_or_a_subfolder_of_a_checkout_is_refused_in_the_gates_words(tmp_path):
+def test_a_file_spec_with_a_ref_a_missing_folder_or_a_subfolder_of_a_checkout_is_refused_in_the_gates_words(
+    tmp_path: Path,
+) -> None:
     # refused in the gate's words, not uv's parser error or 'Distribution not found'; a subfolder of a checkout
     # would build the enclosing repository's HEAD
     checkout = tmp_path / "optax"
@@ -291,4 +298,5 @@ def test_a_file_spec_with_a_ref_a_missing_folder_or_a_subfolder_of_a_checkout_is
         source_specs.from_spec(f"optax @ {(tmp_path / 'optx').as_uri()}")
     with pytest.raises(InvalidInput, match=r"inside the git checkout .*optax, not its top"):
         source_specs.from_spec(f"optax @ {(checkout / 'docs').as_uri()}")
-    assert source_specs.from_spec(f"optax @ {checkout.as_uri()}").repo == str(checkout)
+    spec = source_specs.from_spec(f"optax @ {checkout.as_uri()}")
+    assert spec is not None and spec.repo == str(checkout)

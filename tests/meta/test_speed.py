@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,7 @@ def _slots(
 
 
 def _paired(
-    seed: int, n: int, factor: float, load_sigma: float = 0.1, **kw
+    seed: int, n: int, factor: float, load_sigma: float = 0.1, **kw: Any
 ) -> tuple[list[list[float]], list[list[float]]]:
     """Baseline and candidate slots under the same load per slot (interleaving)."""
     rng = random.Random(seed)
@@ -54,7 +55,7 @@ def _paired(
     return base, cand
 
 
-def test_sign_test_interval_uses_the_order_statistics_of_the_binomial():
+def test_sign_test_interval_uses_the_order_statistics_of_the_binomial() -> None:
     """n = 3: only min..max, coverage 1 - 2/8 = 0.75; n = 9: k = 2, coverage
     1 - 2 (1 + 9)/512 = 0.9609 (binomial, written out)."""
     assert readings.sign_test_interval([3.0, 1.0, 2.0]) == (1.0, 3.0, 0.75)
@@ -65,7 +66,7 @@ def test_sign_test_interval_uses_the_order_statistics_of_the_binomial():
 
 
 @pytest.mark.parametrize("n", [3, 9])
-def test_a_two_fold_slowdown_is_changed_slower(n):
+def test_a_two_fold_slowdown_is_changed_slower(n: Any) -> None:
     for seed in range(20):
         base, cand = _paired(seed, n, factor=2.0)
         r = readings.judge(base, cand, "step_s")
@@ -74,14 +75,14 @@ def test_a_two_fold_slowdown_is_changed_slower(n):
         assert 1.5 < r["ratio"] < 2.7
 
 
-def test_a_two_fold_speed_up_is_changed_faster():
+def test_a_two_fold_speed_up_is_changed_faster() -> None:
     base, cand = _paired(0, 9, factor=0.5)
     r = readings.judge(base, cand, "compile_s")
     assert (r["change"], r["direction"]) == ("changed", "faster")
 
 
 @pytest.mark.parametrize("n", [3, 9])
-def test_equal_distributions_are_within_noise(n):
+def test_equal_distributions_are_within_noise(n: Any) -> None:
     """Same distribution at both sides under a shared per-slot load: no
     ``changed`` in 100 seeded draws for 9 slots; for 3 slots (the compile
     readings) at most 3 (the simulated rate is about 1.3 %)."""
@@ -89,7 +90,7 @@ def test_equal_distributions_are_within_noise(n):
     assert len(alarms) <= (0 if n == 9 else 3), alarms
 
 
-def test_a_heavily_varying_load_widens_the_band_it_does_not_raise_alarms():
+def test_a_heavily_varying_load_widens_the_band_it_does_not_raise_alarms() -> None:
     """Load that changes a lot from slot to slot (sigma 0.3, both sides alike)
     widens each side's own spread, hence the band: the readings lose
     sensitivity (a 1.3x slowdown stays within noise) but raise no alarm."""
@@ -99,14 +100,14 @@ def test_a_heavily_varying_load_widens_the_band_it_does_not_raise_alarms():
     assert r["change"] == "unchanged" and r["noise"][1] > 1.3
 
 
-def test_a_load_spike_in_one_slot_widens_the_band_instead_of_raising_an_alarm():
+def test_a_load_spike_in_one_slot_widens_the_band_instead_of_raising_an_alarm() -> None:
     base, cand = _paired(3, 9, factor=1.0)
     cand[4] = [x * 20 for x in cand[4]]  # another worker took the CPU while the candidate was timed
     r = readings.judge(base, cand, "step_s")
     assert r["change"] == "unchanged", r["detail"]
 
 
-def test_the_noise_band_never_narrows_below_the_floor():
+def test_the_noise_band_never_narrows_below_the_floor() -> None:
     base = [[1e-4] * 5 for _ in range(6)]
     cand = [[1.05e-4] * 5 for _ in range(6)]
     r = readings.judge(base, cand)
@@ -114,7 +115,7 @@ def test_the_noise_band_never_narrows_below_the_floor():
     assert r["change"] == "unchanged"
 
 
-def test_a_budget_makes_a_slowdown_beyond_it_broken_and_only_for_the_step_time():
+def test_a_budget_makes_a_slowdown_beyond_it_broken_and_only_for_the_step_time() -> None:
     base, cand = _paired(1, 9, factor=2.0)
     assert readings.judge(base, cand, "step_s", budget=1.5)["change"] == "broken"
     assert readings.judge(base, cand, "step_s", budget=3.0)["change"] == "changed"  # slower, but within the budget
@@ -123,16 +124,16 @@ def test_a_budget_makes_a_slowdown_beyond_it_broken_and_only_for_the_step_time()
     assert readings.judge(*same, "step_s", budget=1.01)["change"] == "unchanged"  # noise never breaks
 
 
-def test_judge_refuses_unpaired_or_empty_slots():
+def test_judge_refuses_unpaired_or_empty_slots() -> None:
     with pytest.raises(ValueError):
         readings.judge([[1.0]], [[1.0]])
     with pytest.raises(ValueError):
         readings.judge([[1.0], [1.0]], [[1.0], []])
 
 
-def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> dict[str, list]:
+def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> dict[str, list[Any]]:
     rng = random.Random(seed)
-    raw = {"baseline": [], "candidate": []}
+    raw: dict[str, list[Any]] = {"baseline": [], "candidate": []}
     for _r in range(rounds):
         for s in range(step_slots):
             for side, f in (("baseline", 1.0), ("candidate", factor)):
@@ -146,9 +147,9 @@ def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> 
     return raw
 
 
-def _result(factor: float, budget: float | None = None) -> dict:
+def _result(factor: float, budget: float | None = None) -> Any:
     raw = _raw(factor)
-    out = {
+    out: Any = {
         "status": "measured",
         "reason": "",
         "rounds": 3,
@@ -164,7 +165,7 @@ def _result(factor: float, budget: float | None = None) -> dict:
     return out
 
 
-def test_readings_judge_every_setup_and_metric_with_their_slot_counts():
+def test_readings_judge_every_setup_and_metric_with_their_slot_counts() -> None:
     result = _result(3.0)
     assert [(r["setup"], r["metric"]) for r in result["readings"]] == [
         (s, m) for s in readings.SETUPS for m in readings.METRICS
@@ -175,7 +176,7 @@ def test_readings_judge_every_setup_and_metric_with_their_slot_counts():
     assert result["summary"] == {"broken": 0, "changed": 3, "unchanged": 3, "not-measured": 0}
 
 
-def _gate_report(speed_result: dict | None) -> dict:
+def _gate_report(speed_result: Any) -> Any:
     record = {
         "label": "x",
         "status": "ran",
@@ -194,7 +195,7 @@ def _gate_report(speed_result: dict | None) -> dict:
     return assemble.with_speed(report, speed_result)
 
 
-def test_attach_fails_a_passing_gate_only_for_a_broken_reading():
+def test_attach_fails_a_passing_gate_only_for_a_broken_reading() -> None:
     assert _gate_report(_result(3.0))["verdict"] == "pass"  # changed is informational
     report = _gate_report(_result(3.0, budget=1.5))
     assert report["verdict"] == "fail"
@@ -202,7 +203,7 @@ def test_attach_fails_a_passing_gate_only_for_a_broken_reading():
     assert "speed" not in _gate_report(None)
 
 
-def test_the_report_has_a_speed_section_with_ratios_intervals_and_bands():
+def test_the_report_has_a_speed_section_with_ratios_intervals_and_bands() -> None:
     text = report_markdown.render(_gate_report(_result(3.0)))
     section = text.split("## Speed", 1)[1]
     assert "3 changed, 0 broken, 3 within noise" in section
@@ -212,14 +213,14 @@ def test_the_report_has_a_speed_section_with_ratios_intervals_and_bands():
     assert "## Speed" not in report_markdown.render(_gate_report(None))
 
 
-def test_a_speed_result_that_was_not_measured_says_why():
+def test_a_speed_result_that_was_not_measured_says_why() -> None:
     text = report_markdown.render(_gate_report(readings.not_measured("the candidate did not run its contracts")))
     assert "Not measured: the candidate did not run its contracts." in text
 
 
-def test_the_plot_is_an_svg_beside_the_report(tmp_path):
+def test_the_plot_is_an_svg_beside_the_report(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib is in the tools environment (requirements-tools.txt)")
-    result = _result(2.0)
+    result: Any = _result(2.0)
     assert report_speed.write_plot(result, tmp_path) == "speed.svg"
     svg = (tmp_path / "speed.svg").read_text(encoding="utf-8")
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
@@ -232,7 +233,7 @@ def test_the_plot_is_an_svg_beside_the_report(tmp_path):
     assert "![baseline and candidate" in report_markdown.render(_gate_report(result))
 
 
-def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
+def test_the_matrix_has_one_speed_row_with_a_cell_per_environment() -> None:
     base = {
         "label": "baseline",
         "status": "ran",
@@ -258,7 +259,7 @@ def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
     os.environ.get("OPTAX_GATE_SPEED_CHECK") != "1",
     reason="times real training steps for minutes; set OPTAX_GATE_SPEED_CHECK=1",
 )
-def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise():
+def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise() -> None:
     """Real timings, this environment at both sides: ``optax.apply_updates``
     sleeping 2 ms per step makes every step-time reading ``changed, slower``;
     the unmodified environment against itself has no ``changed`` reading."""
@@ -278,7 +279,7 @@ def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise(
     assert [r["detail"] for r in same["readings"] if r["change"] != "unchanged"] == []
 
 
-def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp_path):
+def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp_path: Path) -> None:
     missing = readings.measure(tmp_path / "no-python", tmp_path / "no-python", ROOT)
     assert missing["status"] == "not-measured" and "cannot start" in missing["reason"]
     broken = tmp_path / "python"
@@ -290,7 +291,7 @@ def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp
     assert readings.worst(ended) == "not-measured"
 
 
-def test_a_report_with_speed_readings_fits_the_report_schema():
+def test_a_report_with_speed_readings_fits_the_report_schema() -> None:
     import json
 
     jsonschema = pytest.importorskip(
@@ -309,7 +310,9 @@ def test_a_report_with_speed_readings_fits_the_report_schema():
         jsonschema.validate(bad, schema)
 
 
-def test_an_interruption_stops_the_workers_at_once_and_propagates(tmp_path, monkeypatch):
+def test_an_interruption_stops_the_workers_at_once_and_propagates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C (or the gate's SIGTERM) while the workers start: no worker outlives the speed readings, none is
     waited for, and the interruption reaches the gate's command line (not a not-measured result)."""
     import subprocess
@@ -320,7 +323,7 @@ def test_an_interruption_stops_the_workers_at_once_and_propagates(tmp_path, monk
     slow.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(300)' {slow}\n")
     slow.chmod(0o755)
 
-    def interrupted(self, timeout):
+    def interrupted(self: Any, timeout: Any) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(readings.Worker, "answer", interrupted)

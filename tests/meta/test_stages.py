@@ -46,7 +46,7 @@ def _imported(tree: ast.AST, under: Path) -> list[tuple[int, Path]]:
         if isinstance(node, ast.ImportFrom) and node.level:
             raise AssertionError(f"{under.relative_to(ROOT)}:{node.lineno}: a relative import; name the stage in full")
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.gate"):
-            folder = GATE.joinpath(*node.module.split(".")[2:])
+            folder = GATE.joinpath(*(node.module or "").split(".")[2:])
             for alias in node.names:
                 target = folder / f"{alias.name}.py"
                 out.append((node.lineno, target if target.is_file() else folder.with_suffix(".py")))
@@ -71,13 +71,13 @@ def upward_imports(gate: Path = GATE) -> list[str]:
     return found
 
 
-def test_no_module_imports_a_later_stage():
+def test_no_module_imports_a_later_stage() -> None:
     """``run`` may use ``install`` but ``install`` never ``run``; a report
     renders what the judging found and the judging never imports a renderer."""
     assert upward_imports() == []
 
 
-def test_every_subpackage_is_a_stage_with_its_rule():
+def test_every_subpackage_is_a_stage_with_its_rule() -> None:
     """Every folder of ``gate/`` is a listed stage, and its ``__init__``
     docstring says what it owns and what it may import."""
     folders = sorted(p.name for p in GATE.iterdir() if p.is_dir() and p.name != "__pycache__")
@@ -95,7 +95,7 @@ def _architecture_sections() -> dict[str, str]:
     return {parts[i]: parts[i + 1].split("\n## ")[0] for i in range(1, len(parts) - 1, 2)}
 
 
-def test_architecture_lists_every_module_under_its_stage():
+def test_architecture_lists_every_module_under_its_stage() -> None:
     """A module missing from its stage's section of docs/architecture.md (or
     listed under another stage) fails here."""
     sections = _architecture_sections()
@@ -110,7 +110,7 @@ def test_architecture_lists_every_module_under_its_stage():
     assert not missing, f"docs/architecture.md does not list: {missing}"
 
 
-def test_only_the_command_line_sees_the_parsed_namespace():
+def test_only_the_command_line_sees_the_parsed_namespace() -> None:
     """The command line is parsed once into frozen options
     (``gate/inputs/options.py``, built by ``cli.options`` from what ``cli_parser`` parsed, with the option
     groups of ``cli_options``); every other
@@ -128,7 +128,7 @@ def test_only_the_command_line_sees_the_parsed_namespace():
                 else []
             )
             if any(name == "argparse" or name.startswith("argparse.") for name in names):
-                seen.append(f"{path.relative_to(GATE)}:{node.lineno}")
+                seen.append(f"{path.relative_to(GATE)}:{getattr(node, 'lineno', 0)}")
     assert seen == [], f"argparse imported outside cli.py, cli_parser.py and cli_options.py: {seen}"
 
 
@@ -157,7 +157,7 @@ def long_parameter_lists(gate: Path = GATE) -> list[str]:
     return found
 
 
-def test_no_function_takes_more_than_five_parameters_besides_its_options():
+def test_no_function_takes_more_than_five_parameters_besides_its_options() -> None:
     """What travels from the command line travels typed, as options; what
     belongs together travels as one value (``pytest_process.PytestCall``,
     ``attribution.Known``), not as a long parameter list."""
@@ -192,7 +192,7 @@ def _import_graph(package: Path) -> tuple[dict[str, set[str]], list[str]]:
                         edges.add(full)
                         aliases[alias.asname or alias.name] = full
                     else:
-                        edges.add(node.module)
+                        edges.add(node.module or "")
                         if alias.name.startswith("_") and not alias.name.startswith("__"):
                             private.append(f"{path.relative_to(package)}:{node.lineno}: {node.module}.{alias.name}")
             elif isinstance(node, ast.Import):
@@ -254,18 +254,18 @@ def private_names_across_modules(package: Path = PACKAGE) -> list[str]:
     return _import_graph(package)[1]
 
 
-def test_no_import_circle_anywhere():
+def test_no_import_circle_anywhere() -> None:
     """No two modules import each other, directly or round a circle, in any
     stage, in ``kit/``, ``mutants/`` or ``recorder/``: a module can be read
     (and moved) after the ones it uses."""
     assert import_cycles() == []
 
 
-def test_no_module_uses_another_modules_private_name():
+def test_no_module_uses_another_modules_private_name() -> None:
     assert private_names_across_modules() == []
 
 
-def test_a_planted_circle_and_a_private_name_are_seen(tmp_path):
+def test_a_planted_circle_and_a_private_name_are_seen(tmp_path: Path) -> None:
     """The two checks above, on a small package with a circle hidden in a
     function's import and a private helper used across modules."""
     pkg = tmp_path / "planted"
@@ -283,7 +283,7 @@ def test_a_planted_circle_and_a_private_name_are_seen(tmp_path):
     ]
 
 
-def test_architecture_lists_every_kit_module():
+def test_architecture_lists_every_kit_module() -> None:
     """``docs/architecture.md``'s "The kit by purpose" names every module of
     ``kit/``, and of each of its subpackages on the subpackage's line (one added
     without a mention there fails here)."""
@@ -315,13 +315,13 @@ def kit_modules_no_contract_imports(kit: Path, importers: list[Path]) -> list[st
             if isinstance(node, ast.ImportFrom) and node.module == "optax_gate.kit":
                 imported.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.kit."):
-                imported.add(node.module.split(".")[2])
+                imported.add((node.module or "").split(".")[2])
             elif isinstance(node, ast.Import):
                 imported.update(a.name.split(".")[2] for a in node.names if a.name.startswith("optax_gate.kit."))
     return sorted(p.stem for p in kit.glob("*.py") if p.name != "__init__.py" and p.stem not in imported)
 
 
-def test_the_kits_top_holds_only_what_contracts_import(tmp_path):
+def test_the_kits_top_holds_only_what_contracts_import(tmp_path: Path) -> None:
     """Every module at the top of ``kit/`` is imported by a contract (``tests/contracts/``) or by the pytest plugin
     every contract runs under: the helpers a team's own contracts import too stay there, the rest is grouped in a
     subpackage (``docs/architecture.md``, "The kit by purpose"). A planted module nothing imports is seen."""
@@ -386,18 +386,18 @@ def verdict_writers(gate: Path = GATE) -> list[str]:
                 isinstance(t, ast.Subscript) and reasons_list(t.value) for t in flat
             )  # report["reasons"][i] = …
             if any(is_key(t, ("verdict", "reasons")) for t in flat) or sliced or mutates:
-                found.append(f"{path.relative_to(gate)}:{node.lineno}")
+                found.append(f"{path.relative_to(gate)}:{getattr(node, 'lineno', 0)}")
     return sorted(found, key=lambda at: (at.rsplit(":", 1)[0], int(at.rsplit(":", 1)[1])))
 
 
-def test_only_the_verdict_module_sets_the_verdict_and_its_reasons():
+def test_only_the_verdict_module_sets_the_verdict_and_its_reasons() -> None:
     """``judge/verdict.py`` is the one place a report's verdict and reasons
     change (the contracts' verdict, a heavier one, the scoped one): whoever
     changes a rule finds every rule there."""
     assert verdict_writers() == []
 
 
-def test_a_planted_verdict_writer_is_seen(tmp_path):
+def test_a_planted_verdict_writer_is_seen(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     (gate / "judge").mkdir(parents=True)
     (gate / "judge" / "verdict.py").write_text('def f(report):\n    report["verdict"] = "fail"\n')
@@ -465,18 +465,18 @@ def section_writers(gate: Path = GATE) -> list[str]:
                 and isinstance(node.args[0], ast.Constant)
             ):
                 keys.append(node.args[0].value)
-            found += [f"{where}:{node.lineno} {key}" for key in keys if key in SECTIONS]
+            found += [f"{where}:{getattr(node, 'lineno', 0)} {key}" for key in keys if key in SECTIONS]
     return found
 
 
-def test_only_assemble_puts_a_section_into_the_report():
+def test_only_assemble_puts_a_section_into_the_report() -> None:
     """Each analysis returns its section (``unseen.beyond``, ``speed.measure``,
     ``upstream_tests.cross_run``, ``judging.apply``, ``scope.scoped``); ``gate/assemble.py`` is where it enters
     the report, so whoever reads a section finds its one writer there."""
     assert section_writers() == []
 
 
-def test_a_planted_section_writer_is_seen(tmp_path):
+def test_a_planted_section_writer_is_seen(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     (gate / "team_run").mkdir(parents=True)
     (gate / "assemble.py").write_text('def f(report, s):\n    report["surface"] = s\n')

@@ -7,6 +7,9 @@ names are re-exported from a private folder without ``__init__.py``
 (``optax/_src``, as the real optax does), which the walk must follow.
 """
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
@@ -16,17 +19,17 @@ from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAN
 
 
 @pytest.fixture
-def sites(tmp_path):
+def sites(tmp_path: Path) -> Any:
     base = build(tmp_path / "base", BASE_INIT, BASE_SRC, contrib=False)
     cand = build(tmp_path / "cand", CAND_INIT, CAND_SRC, contrib=True)
     return base, cand
 
 
-def rows_by(rows):
+def rows_by(rows: Any) -> Any:
     return {(r["path"], r["change"], r["param"]): r for r in rows}
 
 
-def test_a_name_re_exported_from_a_private_folder_is_followed_to_its_definition(sites):
+def test_a_name_re_exported_from_a_private_folder_is_followed_to_its_definition(sites: Any) -> None:
     base, _ = sites
     entries = public_api.surface(base, ["optax"])
     e = entries["optax.scale"]
@@ -37,7 +40,7 @@ def test_a_name_re_exported_from_a_private_folder_is_followed_to_its_definition(
     assert entries["optax.State.step"].signature() == "(grads, lr=0.1)"
 
 
-def test_every_kind_of_surface_change_is_reported(sites):
+def test_every_kind_of_surface_change_is_reported(sites: Any) -> None:
     base, cand = sites
     rows = rows_by(public_api.diff(public_api.surface(base, ["optax"]), public_api.surface(cand, ["optax"])))
     expected = {
@@ -63,14 +66,14 @@ def test_every_kind_of_surface_change_is_reported(sites):
     assert rows[("optax.shape", "kind-changed", "")]["where"] == "optax/_src/impl.py:28"
 
 
-def test_an_unchanged_tree_has_no_rows_and_a_missing_start_module_is_absent(sites):
+def test_an_unchanged_tree_has_no_rows_and_a_missing_start_module_is_absent(sites: Any) -> None:
     base, _ = sites
     entries = public_api.surface(base, ["optax", "flax.nnx"])
     assert public_api.diff(entries, entries) == []
     assert not any(p.startswith("flax") for p in entries)
 
 
-def test_third_party_re_exports_are_external_and_plain_imports_are_not_public(tmp_path):
+def test_third_party_re_exports_are_external_and_plain_imports_are_not_public(tmp_path: Path) -> None:
     (tmp_path / "optax").mkdir()
     (tmp_path / "optax" / "__init__.py").write_text("import jax\nimport jax.numpy as jnp\nfrom jax.nn import relu\n")
     entries = public_api.surface(tmp_path, ["optax"])
@@ -79,7 +82,7 @@ def test_third_party_re_exports_are_external_and_plain_imports_are_not_public(tm
     assert public_api.surface(tmp_path, ["optax"])["optax.relu"].kind == "external"
 
 
-def test_the_package_list_comes_from_pyproject(tmp_path):
+def test_the_package_list_comes_from_pyproject(tmp_path: Path) -> None:
     py = tmp_path / "pyproject.toml"
     assert public_api.configured_packages(py) == public_api.DEFAULT_PACKAGES
     py.write_text('[tool.optax-gate]\nsurface = ["optax", "optax.contrib", "flax.nnx"]\n')

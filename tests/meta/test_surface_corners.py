@@ -4,6 +4,7 @@ drift of their snapshots reads as a finding (``findings.corner_cause``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from optax_gate.kit.corners import losses, outcome, schedules, transformations, 
 from optax_gate.kit.surface.calls import CALLS
 
 
-def _row(cid, detail, api):
+def _row(cid: Any, detail: Any, api: Any) -> Any:
     return {
         "id": cid,
         "api": api,
@@ -25,7 +26,7 @@ def _row(cid, detail, api):
     }
 
 
-def test_every_tree_utility_has_a_grid_or_a_reason():
+def test_every_tree_utility_has_a_grid_or_a_reason() -> None:
     gridded = {p for p, _, _ in trees.TREE_CALLS}
     utilities = {p for p, (kind, _, _) in CALLS.items() if kind == "tree"}
     assert utilities - gridded - set(trees.TREE_LEFT_OUT) == set()
@@ -33,7 +34,7 @@ def test_every_tree_utility_has_a_grid_or_a_reason():
     assert all(reason for reason in trees.TREE_LEFT_OUT.values())
 
 
-def test_grid_tables_are_data():
+def test_grid_tables_are_data() -> None:
     assert {form for _, form, _ in trees.TREE_CALLS} <= {
         "tree",
         "two",
@@ -67,7 +68,7 @@ def test_grid_tables_are_data():
     }
 
 
-def test_a_corner_drift_is_one_finding_across_apis():
+def test_a_corner_drift_is_one_finding_across_apis() -> None:
     """tree max and min raising on an empty leaf in the baseline and returning a value now: one cause."""
     detail = (
         "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] -0.920853; corner.only_empty: "
@@ -90,7 +91,7 @@ def test_a_corner_drift_is_one_finding_across_apis():
     )
 
 
-def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words():
+def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words() -> None:
     """A threshold corner (``kit.corners.thresholds``) is named by its point, glossed, and its line's
     fields are said in words (``grad 0,0`` -> ``gradient [0, 0]``)."""
     detail = "snapshot drift: corner.at: ok value 5 grad 0,0 -> ok value 1.4142135 grad 0,0"
@@ -110,7 +111,7 @@ def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words():
     )
 
 
-def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_state_holds():
+def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_state_holds() -> None:
     """0.2.8 keeps a bfloat16 hyperparameter bfloat16: adam (5 hyperparameters, 9 state leaves) and sgd
     (2 and 3, its float state wholly bfloat16 now) move alike and are one finding, the leaf counts and
     the dtypes kept being no part of the key (with them, one change is 54 findings in a 0.2.6 -> 0.2.8
@@ -165,14 +166,14 @@ def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_stat
     )
 
 
-def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
+def test_a_recorded_message_is_quoted_and_never_ends_mid_word() -> None:
     """A corner records an exception's message cut at 50 characters (``outcome.message``): the finding
     quotes both messages, with "…" where cut, never ending mid-word as in "'[Chex] Assertion
     assert_type failed - Error in typ' in the baseline, Expected the input to have a dtype that is a
     subdt now"; a short message stays whole."""
     from optax_gate.gate.base import drift
 
-    assert outcome.message.__defaults__[0] == drift.RECORDED_MESSAGE_LIMIT
+    assert (outcome.message.__defaults__ or ())[0] == drift.RECORDED_MESSAGE_LIMIT
     old = outcome.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
     new = outcome.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
     assert len(old) == len(new) == drift.RECORDED_MESSAGE_LIMIT
@@ -192,7 +193,7 @@ def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
     assert drift.recorded_message("Shape mismatch") == '"Shape mismatch"'
 
 
-def test_other_corners_are_other_causes():
+def test_other_corners_are_other_causes() -> None:
     rows = [
         _row(
             "tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.l2_loss]",
@@ -212,7 +213,7 @@ def test_other_corners_are_other_causes():
 # ------------------------------------------------------ schedules, transformations
 
 
-def test_every_schedule_has_a_grid_or_a_reason():
+def test_every_schedule_has_a_grid_or_a_reason() -> None:
     swept = {p for p, (kind, _, _) in CALLS.items() if kind == "schedule"}
     assert set(schedules.SCHEDULE_LEFT_OUT) <= swept and all(schedules.SCHEDULE_LEFT_OUT.values())
     assert {len(values) for values in schedules.SCHEDULE_PARAMS.values()} <= {1, 2, 3}
@@ -224,21 +225,23 @@ def test_every_schedule_has_a_grid_or_a_reason():
     )
 
 
-def _sweep(monkeypatch, inputs):
+def _sweep(monkeypatch: pytest.MonkeyPatch, inputs: Any) -> None:
     """The sweep's call of the fake schedule, as the losses' helpers (``float_hypers``,
     ``hyper_inputs``) and the schedules' grid each look ``sweep_inputs`` up."""
     for module in (losses, schedules):
         monkeypatch.setattr(module, "sweep_inputs", lambda path: inputs)
 
 
-def _fake_schedule(init_value, transition_steps, pct_start=0.3, staircase=False, end_value=None):
+def _fake_schedule(
+    init_value: Any, transition_steps: Any, pct_start: Any = 0.3, staircase: Any = False, end_value: Any = None
+) -> Any:
     """A schedule factory's signature: corners come from its parameter names."""
     import jax.numpy as jnp
 
     if transition_steps < 0:
         raise ValueError("negative")
 
-    def schedule(count):
+    def schedule(count: Any) -> Any:
         if transition_steps == 0:
             return float("nan")
         return jnp.asarray(init_value, jnp.float32) * jnp.int32(count != 1) + (int(count) if pct_start == 0 else 0)
@@ -246,7 +249,7 @@ def _fake_schedule(init_value, transition_steps, pct_start=0.3, staircase=False,
     return schedule
 
 
-def test_schedule_corners_come_from_the_signature(monkeypatch):
+def test_schedule_corners_come_from_the_signature(monkeypatch: pytest.MonkeyPatch) -> None:
     """One corner per degenerate value of each parameter the signature has;
     a value the sweep's call already gives is no corner; end_value (not in
     the table) gets none."""
@@ -271,7 +274,7 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
     assert corners["staircase=True"] == {"init_value": 1.0, "transition_steps": 1, "staircase": True}
 
 
-def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch):
+def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch: pytest.MonkeyPatch) -> None:
     """``hyper=<form>``: the float the call gives (``init_value``, positional)
     and the float default (``pct_start``) both in the form; the int
     (``transition_steps``), the bool default and the None default untouched."""
@@ -295,7 +298,7 @@ def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch):
     assert set(kwargs) == {"transition_steps", "pct_start"} and kwargs["pct_start"].dtype == jnp.float32
 
 
-def test_schedule_outcomes_per_step_form(monkeypatch):
+def test_schedule_outcomes_per_step_form(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each step form is its own line: a Python float, a NaN, a jit-only
     failure (int() of a traced step) and a build error read as such."""
     from optax_gate.kit.surface import build as surface_build
@@ -312,7 +315,7 @@ def test_schedule_outcomes_per_step_form(monkeypatch):
     assert all(len(k) + len(v) < 100 and "; " not in v and " -> " not in v for k, v in record.items())
 
 
-def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch):
+def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     from optax_gate.kit.surface import build as surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
@@ -322,14 +325,21 @@ def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch):
     assert out == {"transition_steps=-1": "build ValueError", "transition_steps=-1/error": "negative"}
 
 
-def test_transformation_corners_come_from_the_signature(monkeypatch):
+def test_transformation_corners_come_from_the_signature(monkeypatch: pytest.MonkeyPatch) -> None:
     """Typed hyperparameters (when the factory has a floating one), each
     boolean flipped, each *_dtype option both ways, value corners for an entry
     that needs value=; verbose and the table's own arguments are no corner."""
     from optax_gate.kit.surface import build as surface_build
     from optax_gate.kit.surface import table as surface_table
 
-    def factory(learning_rate, b1=0.9, nesterov=False, mu_dtype=None, verbose=False, flag=True):
+    def factory(
+        learning_rate: Any,
+        b1: Any = 0.9,
+        nesterov: Any = False,
+        mu_dtype: Any = None,
+        verbose: Any = False,
+        flag: Any = True,
+    ) -> None:
         raise AssertionError("not built")
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
@@ -366,7 +376,7 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     )
 
 
-def test_every_transformation_has_a_grid_or_a_reason():
+def test_every_transformation_has_a_grid_or_a_reason() -> None:
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     paths = set(transformations.transformation_paths())
@@ -382,7 +392,7 @@ def test_every_transformation_has_a_grid_or_a_reason():
     ) == [-1.0, 0.0, 1.0]
 
 
-def test_the_grids_defects_are_in_their_recorded_snapshots():
+def test_the_grids_defects_are_in_their_recorded_snapshots() -> None:
     """Each (API, corner) of SCHEDULE_DEFECTS / TRANSFORMATION_DEFECTS shows
     the ledger's defect in the committed baseline snapshot: NaN at a Python-int
     step, or the error raised."""
@@ -390,7 +400,7 @@ def test_the_grids_defects_are_in_their_recorded_snapshots():
 
     root = Path(__file__).resolve().parents[1] / "contracts"
 
-    def snapshot(module, test, path):
+    def snapshot(module: Any, test: Any, path: Any) -> Any:
         return (root / module / f"{test}_{path.replace('.', '_')}_.yml").read_text()
 
     for (path, corner), ident in schedules.SCHEDULE_DEFECTS.items():
@@ -402,7 +412,7 @@ def test_the_grids_defects_are_in_their_recorded_snapshots():
         assert f"corner.{corner}: raises TypeError" in text, (path, corner, ident)
 
 
-def test_a_transformation_corner_outcome_is_said_in_words():
+def test_a_transformation_corner_outcome_is_said_in_words() -> None:
     """A transformation corner's recorded shorthand (such as "ok u f32 |u| 0.03 u0 0.01 s
     f32x6,i32x1") is said in words in the finding; the parser follows the kit's own format (a real
     outcome of ``optax.adam`` is read, not a copy of it)."""
@@ -433,7 +443,7 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     ), row_words
 
 
-def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():
+def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words() -> None:
     """A wrapper corner's record (params and state dtypes) and a tree utility's one value or arrays are
     said in words; real outcomes of the kit are read, not copies of them."""
     real = wrappers.wrapper_outcome("optax.apply_if_finite", "adam", "bfloat16")
@@ -453,7 +463,7 @@ def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():
     assert corner_words.outcome_words("ok python float 0.5") == "ok (a Python float: 0.5)"
 
 
-def test_a_schedule_corner_outcome_is_said_in_words():
+def test_a_schedule_corner_outcome_is_said_in_words() -> None:
     """A schedule corner's recorded shorthand (such as "ok py float64 0.04 0.1043 0.28 4e-06 4e-06") is
     said in words, the steps named; real outcomes of the kit (a constant schedule, given a Python int and
     under jit) are read, not copies of them."""
@@ -471,7 +481,7 @@ def test_a_schedule_corner_outcome_is_said_in_words():
     assert corner_words.outcome_words("build TypeError") == "build TypeError"
 
 
-def test_a_sharded_corner_outcome_is_said_in_words():
+def test_a_sharded_corner_outcome_is_said_in_words() -> None:
     """A sharded corner's line (``kit/surface/sharded.py``) reads in words: where each update leaf
     lives, the state's leaves counted per layout, and how the values compare with one device. The
     line is the baseline's own recorded one for ``optax.adam`` (read from its snapshot file)."""
@@ -494,7 +504,7 @@ def test_a_sharded_corner_outcome_is_said_in_words():
     )
 
 
-def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
+def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own() -> None:
     """A line that would pass 79 characters (many state layouts and a long exception name) keeps its
     layout and counts, and the comparison goes to ``<key>/one_device``; a short one stays whole."""
     from optax_gate.kit.surface import sharded as surface_sharded
@@ -512,7 +522,7 @@ def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
     assert corner_words.outcome_words(out["corner.sharded_eager"]).startswith("ok (updates replicated / over model")
 
 
-def test_every_recorded_sharded_line_stays_under_80_characters():
+def test_every_recorded_sharded_line_stays_under_80_characters() -> None:
     """YAML folds a longer line, and a drift's text then ends at the fold ("ok u rep,model,data.model
     s _.data.modelx2,…", the comparison cut off): every line of the baseline's sharded snapshots, key and
     value, is shorter than 80 characters."""
@@ -524,13 +534,13 @@ def test_every_recorded_sharded_line_stays_under_80_characters():
     assert corner_words.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"
 
 
-def test_apis_that_stop_raising_under_sharding_are_one_finding():
+def test_apis_that_stop_raising_under_sharding_are_one_finding() -> None:
     """The 0.2.8 -> main gate listed 8 findings for one upstream cause (``tree_vdot``'s version check):
     each API's state has its own layouts, so the outcome patterns differed. Numbers and layouts aside,
     the same move (ShardingTypeError -> ok, the same values as on one device) is one finding; a move to
     other values than on one device stays another."""
 
-    def row(api, new):
+    def row(api: Any, new: Any) -> Any:
         detail = (
             f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; "
             "corner.sharded_eager/error: Contracting dimensions are sharded -> absent"
@@ -548,7 +558,7 @@ def test_apis_that_stop_raising_under_sharding_are_one_finding():
     assert apis == [["optax.contrib.momo", "optax.lbfgs"], ["optax.contrib.prodigy"]], found
 
 
-def test_the_dtype_variant_keys_follow_the_kit():
+def test_the_dtype_variant_keys_follow_the_kit() -> None:
     """``findings.DTYPE_VARIANTS`` is written out (the judge imports no JAX); it must name every
     dtype of ``surface_probe.VARIANT_DTYPES``, or a float16 drift would read as another cause."""
     from optax_gate.kit.surface import probe as surface_probe
@@ -556,7 +566,7 @@ def test_the_dtype_variant_keys_follow_the_kit():
     assert tuple(f"init_update_{d}" for d in surface_probe.VARIANT_DTYPES) == findings.DTYPE_VARIANTS
 
 
-def test_range_values_follow_the_hyperparameters_kind():
+def test_range_values_follow_the_hyperparameters_kind() -> None:
     """A rate sweeps 0, 0.5, 1; another float 0, small, large and its negative (-1 for a zero default); an int
     0, 1, 2 and twice its default; the default itself is left out; a bool or a string is no numeric hyperparameter."""
     from optax_gate.kit.corners import ranges
@@ -567,19 +577,22 @@ def test_range_values_follow_the_hyperparameters_kind():
     assert ranges.range_values("weight_decay", 0.0) == (ranges.SMALL, ranges.LARGE, -1.0)
     assert ranges.range_values("decay_offset", 0) == (1, 2)
     assert ranges.range_values("patience", 10) == (0, 1, 2, 20)
+    bad: Any
     for bad in (True, "x"):
         with pytest.raises(TypeError):
             ranges.range_values("flag", bad)
 
 
-def test_an_int_default_of_a_float_annotated_hyperparameter_is_swept_as_a_float(monkeypatch):
+def test_an_int_default_of_a_float_annotated_hyperparameter_is_swept_as_a_float(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """cocob's ``alpha: float = 100`` (0.2.6) and ``alpha = 100.0`` (0.2.8) are one hyperparameter: both swept as a
     float, so that the two releases' snapshots have the same keys; an int-annotated one stays an int."""
     from optax_gate.kit.corners import ranges
     from optax_gate.kit.surface import build as surface_build
     from optax_gate.kit.surface import table as surface_table
 
-    def factory(alpha: float = 100, patience: int = 10, key=0):
+    def factory(alpha: float = 100, patience: int = 10, key: Any = 0) -> None:
         raise AssertionError("not built")
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: factory)

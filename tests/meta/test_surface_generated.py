@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from optax_gate.kit.surface import table as surface_table
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_pinned_baseline_generates_nothing():
+def test_the_pinned_baseline_generates_nothing() -> None:
     """At optax 0.2.6 the hand-written tables know every public callable."""
     made, transformations, calls = surface_generated.generate(
         surface_enum.public_callables(), surface_generated.hand_written()
@@ -31,7 +32,7 @@ def test_the_pinned_baseline_generates_nothing():
     assert (made.kinds, made.aliases, made.left_out, transformations, calls) == ({}, {}, {}, {}, {})
 
 
-def test_over_the_whole_pinned_surface_the_generator_matches_the_hand_tables():
+def test_over_the_whole_pinned_surface_the_generator_matches_the_hand_tables() -> None:
     """As if no table existed: every transformation the hand table builds by
     name alone is generated as one, every hand-written call whose required
     parameters the generator can name is generated as a call of the same
@@ -51,8 +52,8 @@ def test_over_the_whole_pinned_surface_the_generator_matches_the_hand_tables():
     assert len(transformations) + len(calls) + len(made.left_out) == len(made.kinds)
 
 
-def _factory(doc: str, annotation=None):
-    def factory(learning_rate: float, b1: float = 0.9):
+def _factory(doc: str, annotation: Any = None) -> Any:
+    def factory(learning_rate: float, b1: float = 0.9) -> Any:
         return None
 
     factory.__doc__ = doc
@@ -61,7 +62,7 @@ def _factory(doc: str, annotation=None):
     return factory
 
 
-def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformation():
+def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformation() -> None:
     monitor_like = _factory(
         "Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that captures "
         "measurements.\n"
@@ -72,7 +73,7 @@ def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformati
     assert surface_generated.kind_of(["optax.helper", "optax.losses.helper"], plain) == "loss"
 
 
-def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated():
+def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated() -> None:
     known_obj, new_obj = _factory("Known."), _factory("New.\n\nReturns:\n  A GradientTransformation.\n")
     public = {
         "optax.known": known_obj,
@@ -86,8 +87,8 @@ def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated(
     assert transformations["optax.new"].aliases == ("optax.transforms.new",) and not calls
 
 
-def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
-    def needs_fun(fun, microbatch_size):
+def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name() -> None:
+    def needs_fun(fun: Any, microbatch_size: Any) -> Any:
         return fun
 
     made, _transformations, calls = surface_generated.generate({"optax.needs_fun": needs_fun}, {})
@@ -98,11 +99,11 @@ def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
     )
 
 
-def test_an_api_contracted_by_hand_is_neither_generated_nor_left_out(monkeypatch):
+def test_an_api_contracted_by_hand_is_neither_generated_nor_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """``optax.microbatch`` (and its other path) has a hand-written module: recorded with that module,
     not left out (test_known then passes for it) and not counted as generated."""
 
-    def microbatch(fun, argnums, microbatch_size):
+    def microbatch(fun: Any, argnums: Any, microbatch_size: Any) -> Any:
         return fun
 
     public = {"optax.microbatch": microbatch, "optax.microbatching.microbatch": microbatch}
@@ -113,8 +114,8 @@ def test_an_api_contracted_by_hand_is_neither_generated_nor_left_out(monkeypatch
     assert not surface_generated.is_generated("optax.microbatch")
 
 
-def test_a_call_by_name_passes_positional_parameters_in_order_and_integer_labels_where_the_docstring_says():
-    def loss(logits, labels, *, axis):
+def test_a_call_by_name_passes_positional_parameters_in_order_and_integer_labels_where_the_docstring_says() -> None:
+    def loss(logits: Any, labels: Any, *, axis: Any) -> None:
         """A loss.
 
         Args:
@@ -123,9 +124,9 @@ def test_a_call_by_name_passes_positional_parameters_in_order_and_integer_labels
           axis: an axis.
         """
 
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    def spy(*args, **kwargs):
+    def spy(*args: Any, **kwargs: Any) -> None:
         seen.update(args=args, kwargs=kwargs)
 
     surface_generated.call_by_name(loss, {"logits": lambda: "L", "labels": lambda: "P", "axis": lambda: -1})(spy)
@@ -158,8 +159,12 @@ def pytest_configure(config):
 
 
 def _contracts(
-    tmp_path, snapshots, record=False, mutate=False, module="tests/contracts/test_surface_transformations.py"
-):
+    tmp_path: Path,
+    snapshots: Any,
+    record: Any = False,
+    mutate: Any = False,
+    module: Any = "tests/contracts/test_surface_transformations.py",
+) -> Any:
     env = {k: v for k, v in os.environ.items() if k not in (baseline_snapshots.SNAPSHOT_DIR, baseline_snapshots.RECORD)}
     env.update(
         {
@@ -197,7 +202,7 @@ def _contracts(
 
 
 @pytest.mark.timeout(900)
-def test_generated_contracts_record_at_the_baseline_and_fail_when_the_behaviour_moves(tmp_path):
+def test_generated_contracts_record_at_the_baseline_and_fail_when_the_behaviour_moves(tmp_path: Path) -> None:
     (tmp_path / "lion_untabled.py").write_text(PLUGIN)
     snapshots = tmp_path / "snapshots"
     recorded = _contracts(tmp_path, snapshots, record=True)
@@ -218,7 +223,9 @@ def test_generated_contracts_record_at_the_baseline_and_fail_when_the_behaviour_
 
 
 @pytest.mark.timeout(600)
-def test_a_generated_apis_memory_snapshot_recorded_at_a_team_baseline_is_the_candidates_to_compare(tmp_path):
+def test_a_generated_apis_memory_snapshot_recorded_at_a_team_baseline_is_the_candidates_to_compare(
+    tmp_path: Path,
+) -> None:
     """The compiled-memory contract of a generated API records its snapshot at a team's own baseline under the
     name the candidate looks it up by: else every such contract read 'passed -> skipped: new' (0.2.8 -> main:
     seven false findings, galore, madgrad, signum...)."""
@@ -230,7 +237,7 @@ def test_a_generated_apis_memory_snapshot_recorded_at_a_team_baseline_is_the_can
     assert again.returncode == 0 and "1 passed" in again.stdout and "new:" not in again.stdout, again.stdout[-2000:]
 
 
-def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted():
+def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted() -> None:
     from optax_gate.gate.report import generated_section, markdown
 
     gen = surface_generated.GUIDE
@@ -286,12 +293,14 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
     assert "report_generated.lines(report)" in Path(markdown.__file__).read_text()  # the page shows it
 
 
-def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_the_same_place(tmp_path, monkeypatch):
+def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_the_same_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The 0.2.8 -> main gate: `optax.contrib.dpsgd`'s seed became keyword-only (broken: contracted) and
     `optax.dpsgd`, the same function (`optax/contrib/_privacy.py:114`), read only changed."""
     from optax_gate.gate.diffs import unseen
 
-    def row(path):
+    def row(path: Any) -> Any:
         return {
             "path": path,
             "change": "keyword-only",

@@ -9,14 +9,16 @@ from optax_gate.kit.surface import table as surface_table
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_baseline_optax_matches_the_lock():
+def test_baseline_optax_matches_the_lock() -> None:
     """``BASELINE_OPTAX`` decides where an unknown public name fails (the
     baseline) and where it is ``new, not contracted``: it must be the locked optax."""
-    pinned = re.search(r"^optax==(\S+)", (ROOT / "requirements-lock.txt").read_text(), re.M).group(1)
+    found = re.search(r"^optax==(\S+)", (ROOT / "requirements-lock.txt").read_text(), re.M)
+    assert found is not None
+    pinned = found.group(1)
     assert pinned == surface_table.BASELINE_OPTAX
 
 
-def test_no_path_is_in_two_tables_and_every_left_out_has_a_reason():
+def test_no_path_is_in_two_tables_and_every_left_out_has_a_reason() -> None:
     transformations = set(surface_table.TRANSFORMATIONS) | {
         a for e in surface_table.TRANSFORMATIONS.values() for a in e.aliases
     }

@@ -7,6 +7,7 @@ the team's call sites of it. Expected rows worked out by hand from the two
 sources below."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,13 +125,13 @@ def build(root: Path, src: str) -> Path:
 
 
 @pytest.fixture
-def rows(tmp_path):
+def rows(tmp_path: Path) -> Any:
     old = public_api.surface(build(tmp_path / "base", BASE), ["optax"])
     new = public_api.surface(build(tmp_path / "cand", CAND), ["optax"])
     return public_api.diff(old, new), old, new
 
 
-def test_defaults_equal_by_value_are_no_change_and_different_values_are(rows):
+def test_defaults_equal_by_value_are_no_change_and_different_values_are(rows: Any) -> None:
     diff, _, _ = rows
     got = {(r["path"], r["change"], r["param"]): (r["old"], r["new"]) for r in diff if r["change"] == "default-changed"}
     assert got == {  # nothing of optax.same: 100 == 100.0, 1e-8 == consts.TINY == SMALL; bool True != 1
@@ -141,13 +142,13 @@ def test_defaults_equal_by_value_are_no_change_and_different_values_are(rows):
     }
 
 
-def test_the_value_of_a_named_constant_is_read_through_modules_and_aliases(rows):
+def test_the_value_of_a_named_constant_is_read_through_modules_and_aliases(rows: Any) -> None:
     _, _, new = rows
     values = {p.name: p.value for p in new["optax.same"].params}
     assert values == {"x": None, "n": "100.0", "eps": "1e-08", "flag": "True", "pair": "(1, 2)", "lr": "1e-08"}
 
 
-def test_a_deprecation_new_in_the_candidate_is_a_row(rows):
+def test_a_deprecation_new_in_the_candidate_is_a_row(rows: Any) -> None:
     diff, _, _ = rows
     got = {r["path"]: r["new"] for r in diff if r["change"] == "deprecated"}
     assert got == {
@@ -159,7 +160,7 @@ def test_a_deprecation_new_in_the_candidate_is_a_row(rows):
     }  # optax.warned warns in both versions: not new
 
 
-def test_usage_names_the_teams_call_sites_of_newly_deprecated_apis(tmp_path, rows):
+def test_usage_names_the_teams_call_sites_of_newly_deprecated_apis(tmp_path: Path, rows: Any) -> None:
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text(

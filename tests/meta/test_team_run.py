@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,7 @@ from tests.meta.support.team_runs import (
 @pytest.mark.parametrize(
     "name, command", [("tiny", "python train.py 3 --out w.npy"), ("f32", "python train.py --steps 3 --out params.npz")]
 )
-def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, command):
+def test_recording_on_and_off_gives_bit_identical_results(tmp_path: Path, name: Any, command: Any) -> None:
     """The team's results (its saved params, bit for bit, and its printed
     losses: 9 significant digits, exact for float32) are the same with the
     recorder on and off, a jitted training step included; and the recorder
@@ -78,7 +79,7 @@ def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, comman
     assert results["on"] == results["off"]
 
 
-def test_recording_under_jit_records_each_step_values(tmp_path):
+def test_recording_under_jit_records_each_step_values(tmp_path: Path) -> None:
     """Under ``jit`` the step's Optax calls are recorded once at trace time
     (abstract) and once per step with their values (host callbacks of the
     shadow program): the last ``apply_updates`` result is the saved params,
@@ -99,10 +100,11 @@ def test_recording_under_jit_records_each_step_values(tmp_path):
     assert leaves.decode(last) == np.load(folder / "w.npy").tolist()
     update = next(o for o in observed if o["site"] == line_of(folder, "tx.update(") and o["phase"] == "run")
     grads, updates = leaves.decode(update["in"][0]), leaves.decode(update["out"]["leaves"][0])
+    assert grads is not None and updates is not None
     assert updates == [float(np.float32(-0.1) * np.float32(g)) for g in grads]
 
 
-def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path):
+def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path: Path) -> None:
     """A candidate whose sgd steps 1.5 times further: the first divergence is
     the update of step 1 at its line (inputs identical, values beyond the
     budget): the cause; the results of the jitted step, both steps, follow
@@ -126,7 +128,7 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
     assert roles == [(update, 1, "cause"), (step, 1, "consequence"), (step, 2, "consequence")]
 
 
-def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_path):
+def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_path: Path) -> None:
     """A run within the budget says whether it is bit for bit the same, in the report and in report.json,
     since a team checking golden digests of its params needs to know (a float32 Adam team's params may move
     by up to 96 ULP per element under a new JAX). A candidate whose sgd learning rate is 1 ULP larger: the
@@ -164,7 +166,7 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     )
 
 
-def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(tmp_path):
+def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(tmp_path: Path) -> None:
     """The mixed-precision team passes huber_loss's delta positionally; a
     candidate where it is keyword-only raises TypeError there: the run broke,
     named at the huber_loss line, as the cause."""
@@ -181,7 +183,7 @@ def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(t
     assert line_of(folder, "tx.update(") in result["not_in_candidate"]  # the candidate failed before its update
 
 
-def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
+def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path: Path) -> None:
     """Two baseline runs of a script seeded from the clock differ: not
     verified, naming the first call that differs."""
     folder = team(tmp_path, "tiny")
@@ -197,14 +199,14 @@ def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
     assert [r["label"] for r in result["runs"]] == ["baseline", "baseline-repeat"]  # the candidate is not run
 
 
-def test_the_ulp_policy_is_the_kits():
+def test_the_ulp_policy_is_the_kits() -> None:
     assert leaves.ELEMENTWISE == tolerances.ELEMENTWISE
     assert leaves.EPS == tolerances.EPS
     assert leaves.TINY == tolerances.TINY
     assert leaves.ENSEMBLE_FACTOR == tolerances.ENSEMBLE_FACTOR
 
 
-def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
+def test_divergence_order_budget_and_roles_on_written_traces(tmp_path: Path) -> None:
     """Hand-written traces: a value 2 ULP off is within the budget (4 ULP
     for a first call); the first call beyond it (same inputs) is the cause;
     the params' apply_updates, whose input differs, a consequence; an update
@@ -238,8 +240,8 @@ def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
     assert 31 < result["first"]["max_ulps"] < 33
 
 
-def _report(broken_api: str) -> dict:
-    def record(outcome):
+def _report(broken_api: str) -> Any:
+    def record(outcome: Any) -> Any:
         return {
             "label": "x",
             "status": "ran",
@@ -258,7 +260,7 @@ def _report(broken_api: str) -> dict:
     return compare.compare(record("passed"), record("failed"))
 
 
-def _team(outcome, causes=()):
+def _team(outcome: Any, causes: Any = ()) -> Any:
     return {
         "command": "python train.py",
         "run_dir": "/team",
@@ -275,7 +277,7 @@ def _team(outcome, causes=()):
     }
 
 
-def test_verdict_is_about_the_team_run():
+def test_verdict_is_about_the_team_run() -> None:
     """A broken contract on an API the run did not diverge at: PASS, the
     finding under "Optax changed elsewhere" (--fail-on all: FAIL). A run that
     diverges at a call of that API: FAIL, the finding is yours and "Your
@@ -287,7 +289,7 @@ def test_verdict_is_about_the_team_run():
     assert "computes the same" in text and "Your run does not diverge for these" in text
     assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title"
     assert assemble.with_team_run(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
-    cause = {
+    cause: Any = {
         "site": "train.py:7",
         "api": "optax.adam",
         "call": "optax.adam(...).update",
@@ -314,8 +316,8 @@ def test_verdict_is_about_the_team_run():
     assert posted.split("\n## ")[1].startswith("Your code") and "`train.py:7`" in posted
 
 
-def test_a_run_not_verified_makes_the_gate_not_verified():
-    team = {
+def test_a_run_not_verified_makes_the_gate_not_verified() -> None:
+    team: Any = {
         **_team("not-verified"),
         "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
         "runs": [
@@ -338,7 +340,7 @@ def test_a_run_not_verified_makes_the_gate_not_verified():
     assert "```\nTraceback\nRuntimeError: boom\n```" in text  # its output's tail
 
 
-def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
+def test_the_action_run_input_becomes_gate_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """action.yml's ``run:`` reaches the gate as ``--run CMD`` (and not at all when empty)."""
     from optax_gate.action import run as action_run
 
@@ -349,7 +351,7 @@ def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
     assert "--run" not in action_run.gate_args(tmp_path)
 
 
-def _validates(report: dict) -> None:
+def _validates(report: Any) -> None:
     """``report`` (its ``team_run`` included) validates against report.schema.json."""
     jsonschema = pytest.importorskip(
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
@@ -369,7 +371,9 @@ RUN_SCRIPTS = {
 
 
 @pytest.mark.parametrize("case", ["affected", "unaffected"])
-def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatch, case):
+def test_the_action_with_run_gives_a_verdict_about_the_team(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: Any
+) -> None:
     """End to end through the action and the gate (test_action's fake
     environments: a tiny pure-Python optax whose candidate ``scale`` doubles;
     here their ``python`` runs anything else with the real interpreter and
@@ -411,7 +415,7 @@ def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatc
         assert text.index("## Your code") < text.index("## Optax changed elsewhere")
 
 
-def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch):
+def test_the_environment_of_the_command_has_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate knows its environments by paths relative to the project
     (``.nox/gate-envs/<hash>/bin/python``) but runs the team's command in --run-dir: PATH,
     VIRTUAL_ENV, PYTHONPATH and the trace folder must be absolute (otherwise the baseline runs
@@ -429,12 +433,12 @@ def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch
     assert env["OPTAX_GATE_TRACE"] == str(tmp_path / "evidence/trace")
 
 
-def test_an_affected_line_names_the_findings_that_speak_of_its_change():
+def test_an_affected_line_names_the_findings_that_speak_of_its_change() -> None:
     """The mixed-precision team's MultiSteps.init line: of the two findings
     on MultiSteps (optax 0.2.8 report), the state dtype change explains it,
     the float64 precision one does not; a failing run is named by its error
     line, not by JAX's note printed after it."""
-    report = {
+    report: Any = {
         "findings": [
             {
                 "number": 1,
@@ -484,7 +488,7 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
     )
 
 
-def test_run_inputs_are_refused_before_anything_runs(tmp_path):
+def test_run_inputs_are_refused_before_anything_runs(tmp_path: Path) -> None:
     """An empty --run, a --run-dir that does not exist (said so, not "is not a folder", for a typo) or is a
     file, a --run-dir without --run: refused (exit 2, with the reason)."""
     from optax_gate.gate.inputs import validate
@@ -505,7 +509,7 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
 
 
 @pytest.mark.timeout(600)  # two --run comparisons
-def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tmp_path):
+def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tmp_path: Path) -> None:
     """The tiny team without jit, against the candidate whose sgd steps 1.5
     times further: step 1's update is the cause (its inputs identical), the
     params (apply_updates) of both steps are consequences. By the ULP budget
@@ -528,7 +532,7 @@ def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tm
     assert result["ensemble"]["used"] and result["ensemble"]["members"] == 3 and result["outcome"] == "diverged"
 
 
-def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
+def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket() -> None:
     """An explaining finding in a "Your code" line is never sliced mid-parenthesis, as at 160 characters
     in "`.hyperparams` (scalars, no cost ; F6 ... (and"."""
     from optax_gate.gate.report import team_run_section as report_team_run
@@ -542,7 +546,7 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
     assert words.count("(") == words.count(")"), words  # a cut closes its brackets (plain_text.cut)
 
 
-def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
+def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line() -> None:
     """The part of an explaining finding sharing the most words with the line leads, the parts sharing far
     fewer are counted, not said; a line sharing none keeps the finding's own order. For example the bfloat16
     team's line "acc_grads: dtype bfloat16 → float32" is explained by MultiSteps' part about the state dtype,
@@ -563,7 +567,7 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
     assert report_team_run.finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), words
 
 
-def test_an_affected_line_names_the_commit_the_bisection_found():
+def test_an_affected_line_names_the_commit_the_bisection_found() -> None:
     """With --bisect, a "Your code" line says which upstream commit changed it (issue 26: "the contracts and
     commits that explain it"), not only the finding: a found commit by its short sha and subject, a range by
     its size; a finding that was not bisected adds nothing."""
@@ -599,7 +603,7 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
     assert "[F7](#f7) other;" not in words and words.endswith("[F7](#f7) other"), words
 
 
-def test_only_the_findings_that_explain_a_divergence_are_the_teams():
+def test_only_the_findings_that_explain_a_divergence_are_the_teams() -> None:
     """Only the findings that explain a run's divergence are the team's. In the mixed team's 0.2.8 gate,
     whose run raises at huber_loss (delta keyword-only) and whose MultiSteps.init state turns float32,
     findings on those APIs that do not speak of what changed there (input checks on integer inputs;
@@ -643,7 +647,7 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
             "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter",
         },
     ]
-    causes = [
+    causes: Any = [
         {
             "site": "train.py:34",
             "api": "optax.MultiSteps",
@@ -665,9 +669,9 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
             ],
         },
     ]  # the real run's texts (report.json recording.causes)
-    report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
+    report: Any = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
     report = assemble.with_team_run(report, _team("broke", causes))
-    scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
+    scopes: Any = {f["cause"][:12]: f["scope"] for f in report["findings"]}
     assert scopes == {
         "input checks": "elsewhere",
         "float64 resu": "elsewhere",
@@ -679,7 +683,7 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
     assert report["verdict"] == "fail"
 
 
-def test_the_failing_runs_output_leaves_out_the_recorders_frames():
+def test_the_failing_runs_output_leaves_out_the_recorders_frames() -> None:
     """The real candidate run's traceback showed two frames of optax_gate/recorder/hook.py between the
     team's huber_loss line and the TypeError: a reader took them for the gate's own failure."""
 
@@ -703,7 +707,9 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
     assert "2 frame(s) left out" in text
 
 
-def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_path, monkeypatch):
+def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The team's run comes first: when it cannot be verified (``--run "python nope.py"`` fails in the
     baseline), no contract runs, the gate says so at once (exit 2) and the run judged nothing (report.md
     keeps the last judged run)."""
@@ -732,7 +738,7 @@ def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_p
     ]["reason"]
 
 
-def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_before_it(tmp_path):
+def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_before_it(tmp_path: Path) -> None:
     """A kept result whose inputs already differed says so, not only "largest error 15.3 ULP", which reads as
     Optax's fault: for example a float32 team's jitted step whose params come out 15 ULP apart at the third
     step (budget 12) because JAX's random initialisation differs by 1 ULP, no Optax call differing."""
@@ -754,7 +760,9 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     assert not any("inputs already differed" in t for t in row["texts"]), row["texts"]
 
 
-def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monkeypatch):
+def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A site of the run is named as ``--usage`` names the same line, from the folder the gate was started in:
     started from the tool's folder with ``--usage ../team --run ... --run-dir ../team``, a line is
     ``../team/train.py:34`` both in "Your code" and in the findings, never ``train.py:34`` in one of them."""
@@ -788,7 +796,7 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
     )  # started in the team's folder: as before
 
 
-def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_cause():
+def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_cause() -> None:
     """A finding under "Optax changed elsewhere" (for example the mixed team's losses' input-check finding,
     --run) says the run diverges there for another cause and names the finding that explains it, never that
     cause's surface note ("your code: train.py:21 (API surface: breaks: delta is keyword-only in the
@@ -833,7 +841,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
         },
     ]
     full = {"phase": "run", "occurrence": 1, "kinds": ["dtype"], "budget_ulps": 4, "side": "both"}
-    causes = [
+    causes: Any = [
         {
             "site": "train.py:34",
             "api": "optax.MultiSteps",
@@ -859,7 +867,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     ]
     for f in findings:
         f["text"] = f["cause"]
-    report = {**_report("optax.adam"), "findings": findings}
+    report: Any = {**_report("optax.adam"), "findings": findings}
     report = assemble.with_team_run(
         report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]}
     )
@@ -881,13 +889,13 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     )  # no line named
     assert "`nb.ipynb:code cell 2:3` (your run does not reach this line)" in line, line
 
-    def fresh(f):
+    def fresh(f: Any) -> Any:
         return {
             **{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")},
             "your_code_notes": {"train.py:21": note},
         }
 
-    old = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
+    old: Any = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
     old = assemble.with_team_run(
         old, _team("broke", causes)
     )  # a run recorded before its calls were: only where it diverges
@@ -895,7 +903,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     assert set(moved["your_code_run"]) == {"train.py:21"}, moved
 
 
-def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
+def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path: Path) -> None:
     """The first try of --run from the project folder, the team's script elsewhere: "python: can't open file
     '<project>/train.py'" and "fix the command" — the reason now names the folder and --run-dir."""
     spec = run_command.RunSpec("python train.py", tmp_path, 60)
@@ -907,7 +915,9 @@ def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
 REAL_READ = trace.read
 
 
-def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does(tmp_path, monkeypatch):
+def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """compare --team-run started from another folder than the gate: the run's lines kept the gate's names
     (``../../tmp/team/train.py:21``) while --usage named the same file ``team/train.py:21``, so no call site
     of a finding matched a line of the run. The recorded run's names are made anew from this folder."""
@@ -967,7 +977,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     assert result["called"] == ["../team/train.py:3"]  # where the run called Optax, named as the sites are
 
 
-def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(tmp_path):
+def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(tmp_path: Path) -> None:
     """--run runs the team's command three times in its own folder: each run starts from the folder as
     it was, the folder is put back after each run, what a run wrote is kept in the run's evidence, and
     the report names the files. A command that saves its params (``--out params.npz``) never leaves
@@ -976,7 +986,7 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     (team_dir / ".git").mkdir(parents=True)
     (team_dir / "keep.txt").write_text("mine")
     os.utime(team_dir / "keep.txt", ns=(1_000_000_000, 1_000_000_000))
-    said = []
+    said: list[str] = []
     (team_dir / "data").mkdir()
     (team_dir / "data" / "old.txt").write_text("old")
     spec = run_command.RunSpec(
@@ -1034,12 +1044,14 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     assert "wrote" not in quiet
 
 
-def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces"):
+def _resuming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, team_dir: Any, interrupt_at: Any = None, traces: Any = "traces"
+) -> Any:
     """A team run (run_once faked) whose command resumes from ckpt.npz when an earlier run wrote it: its
     step then computes from other inputs. Writes ckpt.npz in every run."""
     zeros, ones = leaf_record([0.0, 0.0]), leaf_record([1.0, 2.0])
 
-    def run_once(spec, python, label, folder, extra_env=None):
+    def run_once(spec: Any, python: Any, label: Any, folder: Any, extra_env: Any = None) -> Any:
         ckpt = team_dir / "ckpt.npz"
         leaf = (
             ones if ckpt.exists() and ckpt.read_text() in ("baseline", "baseline-repeat") else zeros
@@ -1071,7 +1083,9 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
     return run_command.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
 
 
-def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_teams_folder(tmp_path, monkeypatch):
+def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_teams_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A command that resumes from its own --out file starts each run from the folder as it was, so its
     second baseline run never reads what the first wrote (and is not "not deterministic"); a file too large
     to keep a copy of is the one case left, and the reason then names it."""
@@ -1106,7 +1120,7 @@ def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_tea
     )
 
 
-def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatch):
+def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     team_dir = tmp_path / "team"
     team_dir.mkdir()
     (team_dir / "ckpt.npz").write_text("the team's own")
@@ -1120,7 +1134,9 @@ def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatc
     assert not (tmp_path / "o" / "team-run-before").exists()
 
 
-def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is_said_to_have_run(tmp_path):
+def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is_said_to_have_run(
+    tmp_path: Path,
+) -> None:
     """A failing ``--run "python -m pytest -x -q tests"`` is named by its cause, pytest's
     ``E   ModuleNotFoundError: No module named 'grain'`` line, not by pytest's own summary ("exit 1: ImportError
     while importing test module '…/data_test.py'.;"); a command traced in the baseline only says so, never
@@ -1145,7 +1161,7 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
     assert "traced in the baseline only (the gate stopped there)" in text and "both environments" not in text, text
 
 
-def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
+def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams() -> None:
     """A surface break at a line of the team's that the run never reaches is the team's: for example a helper
     the run never calls passing huber_loss's delta positionally. Its finding (joined to the contracts of the
     same cause) is not listed under "Optax changed elsewhere … do not set the verdict", and the verdict names
@@ -1178,7 +1194,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
         "text": "y",
         "your_code": [],
     }  # elsewhere: the verdict's count then says where it counted
-    report = {**_report("optax.adam"), "findings": [dict(finding), other]}
+    report: Any = {**_report("optax.adam"), "findings": [dict(finding), other]}
     report = assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     f = report["findings"][0]
     assert f["scope"] == "yours" and f["breaks_unreached"] == ["train.py:11"], f
@@ -1196,7 +1212,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     assert report["findings"][0]["scope"] == "elsewhere" and report["verdict"] == "pass"
 
 
-def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure():
+def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure() -> None:
     """When the run fails in the candidate (the mixed team's run raises at huber_loss inside the jitted
     step, so the candidate never calls AdamW's update), a line it reached "computes the same, up to its
     failure" at the failing line, and a line the candidate's run never reached says that."""
@@ -1212,8 +1228,8 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
         "text": "x",
         "your_code": ["train.py:33", "train.py:39"],
     }
-    report = {**_report("optax.adam"), "findings": [finding]}
-    team = {
+    report: Any = {**_report("optax.adam"), "findings": [finding]}
+    team: Any = {
         **_team("broke"),
         "raised_at": "train.py:21",
         "called": ["train.py:21", "train.py:33", "train.py:39"],
@@ -1228,7 +1244,7 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
 
 
-def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
+def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path: Path) -> None:
     """The gate writes its evidence (the runs' traces and logs) while the command runs; with --run-dir a
     folder that holds the gate's output (the checkout the gate was started from, or --out inside the
     team's folder), the gate's own folders are never put back, which would move the traces away before
@@ -1251,7 +1267,7 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     assert not (team_dir / "out.txt").exists()
 
 
-def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
+def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same() -> None:
     """A run that diverges in dtypes only still fails, and the verdict and "Your code" say every value is
     the same and name the lines that compute bit for bit the same: for example a bfloat16 team (MultiSteps
     over inject_hyperparams(sgd)) whose accumulator's dtype changes while its updates and params come out
@@ -1279,7 +1295,7 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
         "kinds": ["arguments", "dtype"],
         "texts": ["argument 2 leaf 7: bfloat16[4] → float32[4]"],
     }
-    team = {
+    team: Any = {
         **_team("diverged", [init]),
         "divergences": [init, update],
         "differing": 2,
@@ -1299,7 +1315,7 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     )
     # a value that differs, a call not bit-identical elsewhere, or a divergence not listed: no such claim
     valued = {**team, "divergences": [init, {**update, "kinds": ["values"], "max_ulps": 9.0}]}
-    drift = {**team, "within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["train.py:28"]}}
+    drift: Any = {**team, "within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["train.py:28"]}}
     unlisted = {**team, "differing": 60}
     for other in (valued, drift, unlisted):
         report = assemble.with_team_run(_report("optax.MultiSteps"), dict(other))
@@ -1314,7 +1330,7 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     assert judging.unchanged(unlisted) is None
 
 
-def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_keeps(tmp_path):
+def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_keeps(tmp_path: Path) -> None:
     """A difference born before any Optax call is said so (the first call that gives other results already
     gets other inputs), with how far the results the team keeps differ, so it does not read as Optax's
     arithmetic changing: for example a float32 AdamW team whose initial params come from jax.random (whose
@@ -1362,7 +1378,7 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     )  # an older report
 
 
-def _l2_loss_finding_at_18_and_20() -> dict:
+def _l2_loss_finding_at_18_and_20() -> dict[str, Any]:
     """A report whose one finding (``optax.l2_loss``'s input checks, broken) names the team's lines 18 and 20."""
     finding = {
         "number": 1,
@@ -1377,14 +1393,14 @@ def _l2_loss_finding_at_18_and_20() -> dict:
     return {**_report("optax.adam"), "findings": [finding]}
 
 
-def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_bit():
+def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_bit() -> None:
     """A line whose calls compute the same within the ULP budget, but not bit for bit (listed so in "Your
     code"), says "within the ULP budget, not bit for bit"; a bit-identical line keeps "computes the
     same"."""
     from optax_gate.gate.report import your_code_line
 
-    report = _l2_loss_finding_at_18_and_20()
-    team = {
+    report: Any = _l2_loss_finding_at_18_and_20()
+    team: Any = {
         **_team("same"),
         "called": ["train.py:18", "train.py:20"],
         "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]},
@@ -1398,7 +1414,7 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     assert "`train.py:20` (your run calls it here and computes the same)" in line, line
 
 
-def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(tmp_path):
+def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(tmp_path: Path) -> None:
     """A line whose calls got other inputs is never said to compute the same: the compared traces mark such a
     site (``inputs_differ_sites``) and the finding's line says its inputs already differ, as for a bfloat16
     MultiSteps team's loss line (``softmax_cross_entropy_with_integer_labels``, a finding "elsewhere") after the
@@ -1421,8 +1437,8 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
     assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], (
         within
     )
-    report = _l2_loss_finding_at_18_and_20()
-    team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": within}
+    report: Any = _l2_loss_finding_at_18_and_20()
+    team: Any = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": within}
     report = assemble.with_team_run(report, team)
     _validates(report)
     assert report["findings"][0]["your_code_run"]["train.py:18"] == {"run": "inputs-differ"}
@@ -1433,7 +1449,7 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
     ), line
 
 
-def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
+def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path: Path) -> None:
     """Every ``file:line`` string anywhere in ``team_run.renamed``'s result is renamed: with ``--run-dir``
     elsewhere than the folder the gate started in, the sites read ``../teamA/train.py:21``, and so does
     ``within_budget.inputs_differ_sites``, so the check that reads it matches them."""
@@ -1454,7 +1470,7 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
     diff["called"] = ["train.py:18", "train.py:20"]
     assert diff["within_budget"]["inputs_differ_sites"] == ["train.py:18"] and diff["causes"], diff
 
-    def strings(value):
+    def strings(value: Any) -> Any:
         if isinstance(value, dict):
             return [s for v in value.values() for s in strings(v)]
         if isinstance(value, list):
@@ -1466,7 +1482,9 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
     assert left == [], left
 
 
-def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_path, monkeypatch):
+def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The look after a run has no limit: it only counts what the run left, so a run that creates more
     files than the folder's watch limit is still put back: the team's files are never named "could not be
     put back" as deleted, and the new ones do not stay."""
@@ -1484,7 +1502,7 @@ def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_pa
 
 
 @pytest.mark.timeout(600)  # three --run comparisons, 14 runs of the team's command
-def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_noise(tmp_path):
+def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_noise(tmp_path: Path) -> None:
     """The noise team (Adam on a tanh network until its loss is near 0) against a candidate whose tanh rounds one
     ULP up, Optax the same: by the ULP budget alone (``--exact``) its late losses read as a divergence; judged
     against the spread of three perturbed baseline runs it is rounding: the same, said with its numbers."""
@@ -1522,7 +1540,7 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
 
 
 @pytest.mark.timeout(600)  # seven runs of the team's command
-def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_path):
+def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_path: Path) -> None:
     """The same rounding, and adam stepping 1.5 times further: the inputs of adam's update differ by rounding
     only (within the ensemble's spread), so the update is the cause, named at its line; the run diverges."""
     folder = team(tmp_path, "noise")
@@ -1535,7 +1553,7 @@ def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_pa
 
 
 @pytest.mark.timeout(600)  # seven runs of the team's command
-def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp_path):
+def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp_path: Path) -> None:
     """A linen TrainState's ``apply_gradients`` calls ``tx.update`` inside Flax: the call is recorded at the team's
     ``state.apply_gradients`` line, said as made through Flax, and a change of adamw's weight-decay schedule is
     named there, as the cause."""
@@ -1554,7 +1572,7 @@ def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp
     assert said and "ULP (budget 4)" in said[0], cause["texts"]
 
 
-def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_traces(tmp_path):
+def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_traces(tmp_path: Path) -> None:
     """Hand-written traces and two members: an element the members moved by d = 2**-20 is rounding up to 8x that
     (ensemble.FACTOR), beyond it a difference; an element they leave bit-identical keeps the ULP budget; a leaf
     whose one chaotic element moved by 1.0 does not widen its other elements; an integer (a count) that moved
@@ -1572,7 +1590,7 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     (entry,) = table.values()
     assert entry["out"][0] == [d, 0.0, 1.0] and entry["in"] == [None]
 
-    def judged(values: list[float], name: str, dtype: str = "float32") -> dict:
+    def judged(values: list[float], name: str, dtype: str = "float32") -> dict[str, Any]:
         cand = [call_event("a.py:1", "optax.adam", "update", leaf_record(values, dtype), [leaf_record([1.0])])]
         return divergence.compare(
             trace.read(tmp_path / "b"), trace.read(write_trace(tmp_path / name, cand)), noise=table
@@ -1600,7 +1618,7 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     assert "values" in row["kinds"] and "0 → 1" in row["texts"][0]
 
 
-def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(tmp_path):
+def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(tmp_path: Path) -> None:
     """A DeprecationWarning new in the candidate at a call that computes the same: listed in ``warned``, not a
     divergence; with --fail-on-new-deprecations (``warnings_differ``) it is one."""
     from optax_gate.gate.report import team_run_section
@@ -1618,7 +1636,7 @@ def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(t
     assert strict["differing"] == 1 and strict["first"]["kinds"] == ["warning"] and not strict["warned"]
 
 
-def test_a_structure_difference_says_where_and_both_forms():
+def test_a_structure_difference_says_where_and_both_forms() -> None:
     text = signatures.structure_change(
         "dict[opt](Optimizer[step=*, tx=MultiSteps(k=4)](*))", "dict[opt](Optimizer[step=*, tx=MultiSteps(k=8)](*))"
     )
@@ -1626,7 +1644,7 @@ def test_a_structure_difference_says_where_and_both_forms():
     assert signatures.structure_change("a", "a") == ""
 
 
-def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_configuration():
+def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_configuration() -> None:
     """Its private fields and functions change between releases without the team's program changing."""
     import types
 
@@ -1638,7 +1656,7 @@ def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_c
         __module__ = "optax._src.wrappers"
         __qualname__ = "MultiSteps"
 
-        def __init__(self, k, private):
+        def __init__(self, k: Any, private: Any) -> None:
             self.every_k = k
             self._opt = private
             self.update = lambda: None
@@ -1652,7 +1670,7 @@ def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_c
     assert values.plain(MultiSteps(8, None)) == "MultiSteps(every_k=8)"
 
 
-def test_an_unquoted_run_command_is_told_to_be_quoted():
+def test_an_unquoted_run_command_is_told_to_be_quoted() -> None:
     from optax_gate.gate.inputs import validate
 
     with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py --steps"'):
@@ -1665,7 +1683,7 @@ def test_an_unquoted_run_command_is_told_to_be_quoted():
     run_inputs.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
 
 
-def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypatch):
+def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from optax_gate.gate.inputs import validate
     from optax_gate.gate.inputs.typed_path import user_path
 
@@ -1674,10 +1692,11 @@ def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypa
         run_inputs.check(None, None, 60, exact=True)
     with pytest.raises(validate.InvalidInput, match=r"--run-dir \.\./nope \(= .*nope\) does not exist"):
         run_inputs.check("python train.py", user_path("../nope"), 60)
-    assert run_inputs.check("python train.py", tmp_path, 60, exact=True).members == 0
+    spec = run_inputs.check("python train.py", tmp_path, 60, exact=True)
+    assert spec is not None and spec.members == 0
 
 
-def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
+def test_a_donating_jitted_step_is_compared_by_value(tmp_path: Path) -> None:
     """``jax.jit(step, donate_argnums=0)``: its inputs are stored before the call donates them (no record-error)."""
     folder = tmp_path / "team"
     folder.mkdir()
@@ -1700,7 +1719,7 @@ def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
     assert "record-error" not in result["compared_by"]["why"], result["compared_by"]
 
 
-def test_an_unquoted_run_with_options_is_told_to_be_quoted_by_the_parser(capsys):
+def test_an_unquoted_run_with_options_is_told_to_be_quoted_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
     from optax_gate.gate import cli_parser
 
     with pytest.raises(SystemExit) as stop:
@@ -1709,7 +1728,7 @@ def test_an_unquoted_run_with_options_is_told_to_be_quoted_by_the_parser(capsys)
     assert stop.value.code == 2 and 'quote it, --run "python ..."' in err, err
 
 
-def test_the_ensembles_key_leaves_out_the_gates_own_folders_in_the_teams_folder(tmp_path):
+def test_the_ensembles_key_leaves_out_the_gates_own_folders_in_the_teams_folder(tmp_path: Path) -> None:
     """A report written inside the team's folder (``--out`` there) does not make the kept ensemble stale; a change
     of the team's own files does."""
     folder = team(tmp_path, "tiny")

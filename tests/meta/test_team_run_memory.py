@@ -2,6 +2,9 @@
 ``optax_gate.gate.team_run.memory``): recorded at a step's first call, compared within ``MEMORY_RTOL`` and
 ``MEMORY_ATOL``, a growth failing the gate at the step's line whatever its values."""
 
+from pathlib import Path
+from typing import Any
+
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import command as run_command
 from optax_gate.gate.team_run import judging, memory, recording
@@ -9,7 +12,7 @@ from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL
 from tests.meta.support.team_runs import PYTHON, candidate, line_of, record, team
 
 
-def _event(site="train.py:30", step="jax.jit(step)", **figures):
+def _event(site: Any = "train.py:30", step: Any = "jax.jit(step)", **figures: Any) -> Any:
     return {
         "memory": step,
         "site": site,
@@ -17,7 +20,7 @@ def _event(site="train.py:30", step="jax.jit(step)", **figures):
     }
 
 
-def test_a_jitted_step_records_its_compiled_memory_once_and_an_eager_one_none(tmp_path):
+def test_a_jitted_step_records_its_compiled_memory_once_and_an_eager_one_none(tmp_path: Path) -> None:
     """The tiny team's jitted step, 3 calls: one ``memory`` event at the step's line, its three figures in bytes
     (the arguments hold the 4-float params at least); run eagerly, no event (nothing is compiled as a whole)."""
     folder = team(tmp_path, "tiny")
@@ -31,7 +34,7 @@ def test_a_jitted_step_records_its_compiled_memory_once_and_an_eager_one_none(tm
     assert eager.returncode == 0 and memory.read(folder / "trace-eager") == {}
 
 
-def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_step_passes(tmp_path):
+def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_step_passes(tmp_path: Path) -> None:
     """A candidate whose sgd update holds a 1 MiB temporary, its values the same: the run computes the same, yet
     its step's temporary bytes grew beyond the tolerance: the verdict fails, naming the step's line with the bytes
     and the ratio. The same interpreter on both sides: every figure the same, said in one line, the verdict passes."""
@@ -59,7 +62,7 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     assert figures["backend"] == "cpu" and "(compiled for cpu, as on this machine)" in said, said
 
 
-def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail():
+def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail() -> None:
     """At the tolerance's edge: a growth of exactly ``max(MEMORY_ATOL, MEMORY_RTOL * before)`` is the same, one byte
     more grew; a shrink beyond it is listed, not a failure; a step one side could not compile is not measured, why
     said."""
@@ -86,7 +89,7 @@ def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail()
     assert verdict == "fail" and why[0].startswith("your step needs more memory in the candidate"), why
 
 
-def test_an_nnx_jit_step_records_its_compiled_memory_without_stepping_the_model(tmp_path):
+def test_an_nnx_jit_step_records_its_compiled_memory_without_stepping_the_model(tmp_path: Path) -> None:
     """``flax.nnx.jit``: the step is lowered on a clone of the model and optimizer (``nnx.clone``), so the run's
     results are those of a run without the recorder; one ``memory`` event at the step's line, the model's params
     and the optimizer's moments among its arguments (more than the 4-float params of the tiny team)."""

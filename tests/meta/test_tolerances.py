@@ -1,5 +1,7 @@
 """The tolerance policy (``optax_gate.kit.tolerances``) bites where it should."""
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -8,7 +10,7 @@ from optax_gate.kit import tolerances
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 
 
-def ulps_off(x, n, dtype=np.float32):
+def ulps_off(x: Any, n: Any, dtype: Any = np.float32) -> Any:
     """``x`` moved ``n`` ULPs (at x's magnitude) up, in ``dtype``."""
     x = np.asarray(x, dtype)
     for _ in range(n):
@@ -16,25 +18,25 @@ def ulps_off(x, n, dtype=np.float32):
     return x
 
 
-def test_within_budget_passes_and_beyond_fails():
+def test_within_budget_passes_and_beyond_fails() -> None:
     assert_close(ulps_off(1.0, 2), 1.0, dtype=np.float32, ulps=ELEMENTWISE)
     with pytest.raises(AssertionError, match="ULP"):
         assert_close(ulps_off(1.0, 6), 1.0, dtype=np.float32, ulps=ELEMENTWISE)
 
 
-def test_exact_rejects_one_ulp():
+def test_exact_rejects_one_ulp() -> None:
     assert_close(np.float32(0.5), 0.5, dtype=np.float32, ulps=EXACT)
     with pytest.raises(AssertionError):
         assert_close(ulps_off(0.5, 1), 0.5, dtype=np.float32, ulps=EXACT)
 
 
-def test_bfloat16_budget_is_wider_than_float32():
+def test_bfloat16_budget_is_wider_than_float32() -> None:
     assert_close(1.0 + 2 * 2.0**-7, 1.0, dtype="bfloat16", ulps=ELEMENTWISE)
     with pytest.raises(AssertionError):
         assert_close(1.0 + 2 * 2.0**-7, 1.0, dtype=np.float32, ulps=ELEMENTWISE)
 
 
-def test_scale_is_the_operand_magnitude():
+def test_scale_is_the_operand_magnitude() -> None:
     # 1 - 0.9999999 cancels: the error is judged against the operands (1.0).
     assert_close(1.2e-7, 0.0, dtype=np.float32, ulps=ELEMENTWISE, scale=1.0)
     with pytest.raises(AssertionError):
@@ -42,18 +44,18 @@ def test_scale_is_the_operand_magnitude():
 
 
 @pytest.mark.parametrize(("actual", "message"), [(np.ones(3), "shape"), (np.array([np.nan, 1.0]), "non-finite")])
-def test_shape_and_non_finite_are_failures(actual, message):
+def test_shape_and_non_finite_are_failures(actual: Any, message: Any) -> None:
     with pytest.raises(AssertionError, match=message):
         assert_close(actual, np.ones(2), dtype=np.float32, ulps=ELEMENTWISE)
 
 
-def test_reduction_budget_grows_with_terms_and_rejects_negatives():
+def test_reduction_budget_grows_with_terms_and_rejects_negatives() -> None:
     assert tolerances.reduction(0) == ELEMENTWISE and tolerances.reduction(10) == ELEMENTWISE + 20
     with pytest.raises(ValueError):
         tolerances.reduction(-1)
 
 
-def test_no_bound_is_below_the_smallest_normal_number():
+def test_no_bound_is_below_the_smallest_normal_number() -> None:
     """XLA on CPU flushes subnormals to zero: an expected -1.4e-46 (below
     float32's smallest normal) may come out as -0.0 and passes, while an error
     of twice the smallest normal still fails."""

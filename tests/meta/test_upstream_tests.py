@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def _site(tmp_path: Path, side: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def section(tmp_path_factory):
+def section(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("cross")
     sites = {side: _site(tmp, side) for side in ("baseline", "candidate")}
     py = Path(sys.executable)
@@ -98,17 +99,17 @@ def section(tmp_path_factory):
     )
 
 
-def _failures(section, label):
+def _failures(section: Any, label: Any) -> Any:
     d = next(d for d in section["directions"] if d["label"] == label)
     return d, {f["test"].rsplit("::", 1)[-1]: f for f in d["failures"]}
 
 
-def test_only_the_tests_of_differing_modules_run(section):
+def test_only_the_tests_of_differing_modules_run(section: Any) -> None:
     assert section["changed_modules"] == ["alpha.py"]
     assert [d["files"] for d in section["directions"]] == [["alpha_test.py"], ["alpha_test.py"]]
 
 
-def test_baseline_tests_in_the_candidate(section):
+def test_baseline_tests_in_the_candidate(section: Any) -> None:
     d, f = _failures(section, "baseline tests in the candidate")
     assert d["ran"] == 5 and d["failed"] == 5
     assert (f["test_scale_doubles"]["kind"], f["test_scale_doubles"]["change"]) == (failures.BEHAVIOUR, "changed")
@@ -124,24 +125,28 @@ def test_baseline_tests_in_the_candidate(section):
     assert "own environment" in f["test_flaky_everywhere"]["subject"]
 
 
-def test_candidate_tests_in_the_baseline(section):
+def test_candidate_tests_in_the_baseline(section: Any) -> None:
     d, f = _failures(section, "candidate tests in the baseline")
     assert (d["ran"], d["failed"]) == (2, 1)  # the test using the candidate's helper runs (and passes) in the baseline
     assert (f["test_scale_offset"]["kind"], f["test_scale_offset"]["change"]) == (failures.API, "new")
     assert f["test_scale_offset"]["subject"] == "scale(..., offset=)"
 
 
-def test_findings_merge_one_cause_and_leave_out_what_cannot_be_told(section):
+def test_findings_merge_one_cause_and_leave_out_what_cannot_be_told(section: Any) -> None:
     texts = [(f["change"], f["api"], len(f["contracts"])) for f in section["findings"]]
     # the two doubling tests fail with one message pattern: one finding
     assert texts == [("changed", "optax.alpha.scale", 2), ("new", "scale", 1), ("gone", "optax.alpha.gone_fn", 1)]
     assert all(f["section"] == "upstream-tests" for f in section["findings"])
 
 
-def test_the_section_joins_the_report_without_touching_the_verdict(section):
+def test_the_section_joins_the_report_without_touching_the_verdict(section: Any) -> None:
     import copy
 
-    given = {"verdict": "pass", "reasons": [], "findings": [{"number": 1, "change": "broken", "section": "contracts"}]}
+    given: Any = {
+        "verdict": "pass",
+        "reasons": [],
+        "findings": [{"number": 1, "change": "broken", "section": "contracts"}],
+    }
     kept, kept_section = copy.deepcopy(given), copy.deepcopy(section)
     report = assemble.with_upstream_tests(given, section)
     assert given == kept and section == kept_section  # a copy: what it was given is as it was
@@ -185,17 +190,17 @@ def test_the_section_joins_the_report_without_touching_the_verdict(section):
         ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (failures.BEHAVIOUR, "changed")),
     ],
 )
-def test_classify(text, side, want):
+def test_classify(text: Any, side: Any, want: Any) -> None:
     f = failures.classify(failures.Failure("m_test.py::T::test", text), side)
     assert (f.kind, f.change) == want
 
 
-def test_first_line_picks_the_exception():
+def test_first_line_picks_the_exception() -> None:
     text = "self = <x>\n    def test():\nE   ValueError: bad shape (2, 3)\nE   + where 1 = f()\n"
     assert failures.first_line(text) == "ValueError: bad shape (2, 3)"
 
 
-def test_markdown_lists_what_could_not_be_told(section):
+def test_markdown_lists_what_could_not_be_told(section: Any) -> None:
     report = assemble.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
     text = "\n".join(upstream_section.markdown(report))
     assert "## Upstream tests, cross-run" in text
@@ -204,7 +209,7 @@ def test_markdown_lists_what_could_not_be_told(section):
     assert upstream_section.markdown({"verdict": "pass"}) == []
 
 
-def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
+def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path: Path) -> None:
     """``missing_requirements.prune`` (shared by the overlays here and the bisection's
     missing requirements) removes the distributions the environment has: a
     ``NAME-VERSION.dist-info`` folder is NAME's (not ``numpy-2.5.5.dist``'s, which
@@ -221,7 +226,7 @@ def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scikit_learn-1.9.1.dist-info", "sklearn"]
 
 
-def test_the_overlay_is_found_from_the_temporary_folder():
+def test_the_overlay_is_found_from_the_temporary_folder() -> None:
     """pytest runs in a temporary folder, so the --cache-dir overlay goes on
     PYTHONPATH as an absolute path: a relative one finds nothing there (for example 36
     'No module named chex' on 0.2.6 -> 0.2.8)."""
@@ -268,7 +273,7 @@ def test_only_new():
 _DELTA_TEST = "from optax.delta import nowhere  # noqa: F401\n\ndef test_nowhere():\n    pass\n"
 
 
-def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_collect(tmp_path):
+def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_collect(tmp_path: Path) -> None:
     """The control run in the tests' own environment re-runs just the failing
     test ids, and a file that failed to collect is only collected there
     (``--collect-only``), never run whole: optax's ``alias_test.py`` has
@@ -361,7 +366,7 @@ def _split_sites(tmp_path: Path, candidate_init: str = "") -> tuple[dict[str, Pa
     return sites, env
 
 
-def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tmp_path):
+def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tmp_path: Path) -> None:
     """Where the two environments differ beyond optax (a JAX bump), each behaviour failure is re-run with one
     side's optax on the other side's packages: one that the candidate's optax alone leaves as in the baseline,
     and its other packages alone move, is listed as theirs and is no finding (0.2.6 -> 0.2.8 with JAX 0.11.2 ->
@@ -407,7 +412,7 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
     )  # moved versions only
 
 
-def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
+def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path: Path) -> None:
     """The candidate's optax that does not import on the baseline's packages cannot be split: every behaviour
     failure stays a finding, ``moved_by`` "not split", and the section says why."""
     sites, env = _split_sites(tmp_path, candidate_init="import fakenum\nassert fakenum.VERSION == 2\n")
@@ -425,14 +430,14 @@ def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
     assert "does not import" in base["split"]["error"]
 
 
-def test_report_html_shows_the_cross_runs_findings_and_its_section(section):
+def test_report_html_shows_the_cross_runs_findings_and_its_section(section: Any) -> None:
     """report.html folds a cross-run finding as report.md lists it, and carries the cross-run's section (its
     findings pointed to a section the page lacked, and one raised KeyError on the way: not verified)."""
     from optax_gate.gate.judge import causes
     from optax_gate.gate.report import html_page
     from tests.meta.support.reports import REAL
 
-    judged = {**REAL, "findings": causes.of_report(REAL["contracts"], candidate_ran=True)}  # as the gate writes it
+    judged: Any = {**REAL, "findings": causes.of_report(REAL["contracts"], candidate_ran=True)}  # as the gate writes it
     report = assemble.with_upstream_tests(judged, section)
     page = html_page.render(report)
     number = report["upstream_tests"]["findings"][0]["number"]
@@ -442,7 +447,7 @@ def test_report_html_shows_the_cross_runs_findings_and_its_section(section):
     assert "<ul><li>could not tell <code>alpha_test.py::ScaleTest::test_flaky_everywhere</code>" in page  # nested
 
 
-def test_a_finding_names_the_public_path_of_what_it_is_about(tmp_path):
+def test_a_finding_names_the_public_path_of_what_it_is_about(tmp_path: Path) -> None:
     """A failing upstream test of ``optax/_impl.py`` is about ``optax._impl.scale``, which a team calls as
     ``optax.scale``: the finding names the shortest public path of the object (read from the installed package
     without importing it), and the private path only where no public one leads to it."""
@@ -456,7 +461,7 @@ def test_a_finding_names_the_public_path_of_what_it_is_about(tmp_path):
     assert "optax._impl._hidden" not in public
 
 
-def test_the_note_counts_each_directions_failures_in_the_reports_words(section):
+def test_the_note_counts_each_directions_failures_in_the_reports_words(section: Any) -> None:
     note = up.note(section)
     base, cand = note.split("; candidate tests in the baseline")
     assert (
@@ -466,7 +471,7 @@ def test_the_note_counts_each_directions_failures_in_the_reports_words(section):
     assert cand.startswith(": 2 run, 1 failed (1 a name on one side only)")
 
 
-def test_a_private_path_that_moved_behind_a_public_name_is_no_finding(tmp_path):
+def test_a_private_path_that_moved_behind_a_public_name_is_no_finding(tmp_path: Path) -> None:
     """A test that imports ``optax._util.g`` fails where ``g`` moved to ``optax._other``, but ``optax.g`` is public on
     both sides: no team call changes, so it is listed as could not tell, naming the public path, never as a name
     gone (0.2.6 -> 0.2.8: ``value_and_grad_from_state`` moved from ``_src/utils`` to ``_src/linesearch``)."""

@@ -5,6 +5,7 @@ scanned and matched against the surface diff of the tiny package of
 versions of the package (see ``test_surface.BASE_SRC`` / ``CAND_SRC``)."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,18 +66,18 @@ EXPECTED = {
 
 
 @pytest.fixture
-def section(tmp_path):
+def section(tmp_path: Path) -> Any:
     base = build(tmp_path / "base", BASE_INIT, BASE_SRC, contrib=False)
     cand = build(tmp_path / "cand", CAND_INIT, CAND_SRC, contrib=True)
     return unseen.surface_section(base, cand, ("optax",), usage.scan([TEAM], base=TEAM), contracted=set())
 
 
-def test_the_fake_team_repository_gives_exactly_the_expected_rows(section):
+def test_the_fake_team_repository_gives_exactly_the_expected_rows(section: Any) -> None:
     got = {(r["path"], r["change"], r["verdict"]): r["uses"] for r in section["rows"] if r["uses"]}
     assert got == EXPECTED
 
 
-def test_rows_the_team_does_not_touch_are_changed_and_additions_new(section):
+def test_rows_the_team_does_not_touch_are_changed_and_additions_new(section: Any) -> None:
     verdicts = {(r["path"], r["change"]): r["verdict"] for r in section["rows"]}
     assert (
         verdicts[("optax.renamed_clip", "parameter-renamed")] == "changed"
@@ -86,7 +87,7 @@ def test_rows_the_team_does_not_touch_are_changed_and_additions_new(section):
     assert section["counts"] == {"broken": 7, "cannot-tell": 0, "changed": 6, "new": 3, "noted": 0}
 
 
-def test_without_usage_only_contracted_apis_break(tmp_path):
+def test_without_usage_only_contracted_apis_break(tmp_path: Path) -> None:
     base = build(tmp_path / "base", BASE_INIT, BASE_SRC, contrib=False)
     cand = build(tmp_path / "cand", CAND_INIT, CAND_SRC, contrib=True)
     s = unseen.surface_section(base, cand, ("optax",), None, contracted={"optax.State", "optax.scale"})
@@ -94,7 +95,7 @@ def test_without_usage_only_contracted_apis_break(tmp_path):
     assert broken == [("optax.State.step", "keyword-only")]  # optax.scale's default moved: compatible, changed
 
 
-def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports():
+def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports() -> None:
     uses = usage.scan([TEAM], base=TEAM).uses
     imports = usage.imported_modules(uses)
     assert imports["chex"] == ["teamlib/model.py:2"] and imports["jax"] == [
@@ -121,11 +122,11 @@ def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports(
         ((public_api.Param("a", public_api.POSITIONAL), public_api.Param("r", public_api.VAR_POSITIONAL)), 3, (), ""),
     ],
 )
-def test_bind_follows_python(params, positional, keywords, error):
+def test_bind_follows_python(params: Any, positional: Any, keywords: Any, error: Any) -> None:
     assert binding.bind(params, positional, keywords)[1] == error
 
 
-def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_unaffected():
+def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_unaffected() -> None:
     """A call that does not pass a new parameter gets its default: affected, the default named, never
     "unaffected". For example MultiSteps gains ``accumulator_dtype=jnp.float32`` in 0.2.8, and a call that
     does not pass it turns its bfloat16 accumulator float32."""

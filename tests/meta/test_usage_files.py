@@ -7,6 +7,7 @@ use may sit in a file not scanned reads ``cannot-tell``, never unaffected."""
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def _notebook(*cells: str) -> str:
     return json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells], "nbformat": 4})
 
 
-def bad_tree(root: Path, monkeypatch) -> Path:
+def bad_tree(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Good files and one of each kind of file that cannot be scanned."""
     team = root / "team"
     (team / "pkg").mkdir(parents=True)
@@ -53,7 +54,7 @@ def bad_tree(root: Path, monkeypatch) -> Path:
     if AS_ROOT:  # root reads a mode-000 file anyway: the refusal the kernel would give is simulated
         real = Path.read_bytes
 
-        def read_bytes(self):
+        def read_bytes(self: Any) -> Any:
             if self.name == "secret.py":
                 raise PermissionError(13, "Permission denied", str(self))
             return real(self)
@@ -75,11 +76,11 @@ EXPECTED = {
 
 
 @pytest.fixture
-def team(tmp_path, monkeypatch):
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return bad_tree(tmp_path, monkeypatch)
 
 
-def test_every_file_is_scanned_or_listed_with_its_reason(team):
+def test_every_file_is_scanned_or_listed_with_its_reason(team: Any) -> None:
     """Every file is scanned, or listed as not scanned with its reason. An empty notebook is scanned
     and uses nothing: it is not listed ("not a JSON notebook: the file is empty") among the files
     whose use "cannot be told", in the verdict's notes."""
@@ -100,7 +101,7 @@ def test_every_file_is_scanned_or_listed_with_its_reason(team):
 
 
 @pytest.mark.skipif(AS_ROOT, reason="root lists a mode-000 folder anyway; the file case above covers the refusal")
-def test_a_folder_that_cannot_be_listed_is_listed(tmp_path):
+def test_a_folder_that_cannot_be_listed_is_listed(tmp_path: Path) -> None:
     (tmp_path / "closed").mkdir()
     (tmp_path / "closed" / "x.py").write_text("import optax\n")
     (tmp_path / "closed").chmod(0)
@@ -111,13 +112,13 @@ def test_a_folder_that_cannot_be_listed_is_listed(tmp_path):
     assert [(n.path, n.reason) for n in scan.not_scanned] == [("closed/", "unreadable folder: permission denied")]
 
 
-def _section(tmp_path, scan):
+def _section(tmp_path: Path, scan: Any) -> Any:
     base = build(tmp_path / "base", BASE_INIT, BASE_SRC, contrib=False)
     cand = build(tmp_path / "cand", CAND_INIT, CAND_SRC, contrib=True)
     return unseen.surface_section(base, cand, ("optax",), scan, contracted=set())
 
 
-def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path):
+def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path: Path) -> None:
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text("import optax\noptax.scale(1e-3)\n")
@@ -131,7 +132,7 @@ def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path):
     assert verdicts[("optax.scale", "default-changed")] == ("changed", None)  # compatible: nothing to tell
 
 
-def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path, team):
+def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path: Path, team: Any) -> None:
     scan = usage.scan([team], base=team)
     section = _section(tmp_path, scan)
     by = {(r["path"], r["change"], r["param"]): r["verdict"] for r in section["rows"]}
@@ -149,7 +150,7 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path,
     assert "4 of 12 file(s) scanned, 8 not scanned" in text
 
 
-def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
+def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path: Path, team: Any) -> None:
     jsonschema = pytest.importorskip(
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
     )
@@ -161,6 +162,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     report = assemble.with_beyond(
         report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
     )
+    assert report["usage"] is not None
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
         "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), "
@@ -170,7 +172,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 
 
-def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path):
+def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path: Path) -> None:
     from tests.meta.support.schema_and_locks import NEW_LOCK, OLD_LOCK
 
     (tmp_path / "old.txt").write_text(OLD_LOCK)
@@ -193,7 +195,7 @@ def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path
     }
 
 
-def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both_ways(tmp_path):
+def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both_ways(tmp_path: Path) -> None:
     """``!pip install \\`` then an indented ``optax`` is one IPython shell command (a valid cell), not a
     syntax error. A cell's name counts code cells (markdown not counted) and says its place among all
     cells: "cell 3" alone would count a markdown cell before it."""
@@ -213,7 +215,7 @@ def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both
     assert {u.where for u in scan.uses if u.how == "call"} == {"nb.ipynb:code cell 2 (cell 3 of the notebook):4"}
 
 
-def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
+def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path: Path) -> None:
     """A dangling symlink in a --usage folder is listed but holds no code, so it makes no finding the team's
     (a team whose code uses neither API does not get FAIL); a file that cannot be read still may use
     anything (fail closed)."""
@@ -231,7 +233,7 @@ def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
     assert not any(usage_files.may_use(n, "optax.adamw") for n in scan.not_scanned)
 
 
-def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word():
+def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word() -> None:
     """A file not scanned may use an API only where its name is a whole word: a file that does not parse,
     holding ``optax.adamax(1e-3)``, does not put ``optax.adam``'s findings among the team's ("cannot tell
     for files not scanned")."""
@@ -242,7 +244,7 @@ def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word()
 
 
 @pytest.mark.timeout(30)
-def test_a_named_pipe_is_listed_never_read(tmp_path):
+def test_a_named_pipe_is_listed_never_read(tmp_path: Path) -> None:
     """A named pipe (even one called pipe.py) is listed, never read: reading waits for a writer and would hang the
     gate at "checking the inputs"."""
     import os

@@ -7,6 +7,8 @@ the findings come from two run records built here, as ``compare`` would read the
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +33,7 @@ ADAMW = (
 EDGE = "snapshot drift: weight_decay=0/nan_inf_params: r1 -> build ValueError"
 
 
-def _record(outcome: str, detail: str, configuration: dict | None = None) -> dict:
+def _record(outcome: str, detail: str, configuration: dict[str, Any] | None = None) -> dict[str, Any]:
     row = {"api": "optax.adamw", "guide": "g", "kind": "golden", "outcome": outcome, "detail": detail}
     if configuration:
         row["configuration"] = json.dumps(configuration)
@@ -44,14 +46,16 @@ def _record(outcome: str, detail: str, configuration: dict | None = None) -> dic
     }
 
 
-def _gate(tmp_path, files: dict[str, str], detail: str = EDGE, configuration: dict | None = None) -> dict:
+def _gate(
+    tmp_path: Path, files: dict[str, str], detail: str = EDGE, configuration: dict[str, Any] | None = None
+) -> Any:
     """The report of a --usage compare of one broken adamw contract over the team's ``files``."""
     team = tmp_path / "team"
     team.mkdir(exist_ok=True)
     for name, text in files.items():
         (team / name).write_text(text)
     scan = usage.scan([team], base=team)
-    report = compare.compare(_record("passed", "", configuration), _record("failed", detail, configuration))
+    report: Any = compare.compare(_record("passed", "", configuration), _record("failed", detail, configuration))
     assert report["verdict"] == "fail"
     report["usage"] = scan.to_json()
     report = call_sites.annotated(report, scan)
@@ -61,7 +65,7 @@ def _gate(tmp_path, files: dict[str, str], detail: str = EDGE, configuration: di
     return assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
 
 
-def _line(report: dict, where: str) -> dict:
+def _line(report: dict[str, Any], where: str) -> dict[str, Any]:
     return report["findings"][0]["your_code_attribution"][where]
 
 
@@ -84,7 +88,7 @@ CANNOT = {
 
 
 @pytest.mark.parametrize("case", sorted(CANNOT))
-def test_what_cannot_be_told_is_not_verified_never_fail(tmp_path, case):
+def test_what_cannot_be_told_is_not_verified_never_fail(tmp_path: Path, case: Any) -> None:
     report = _gate(tmp_path, CANNOT[case])
     assert report["verdict"] == "not-verified", (case, report["reasons"])
     assert report["reasons"][0].startswith("1 contract(s) broken where your code may go: 1 in F1 (")
@@ -93,7 +97,7 @@ def test_what_cannot_be_told_is_not_verified_never_fail(tmp_path, case):
     )
 
 
-def test_a_file_that_does_not_parse_names_itself_and_why(tmp_path):
+def test_a_file_that_does_not_parse_names_itself_and_why(tmp_path: Path) -> None:
     """The issue's folder: one missing colon turned NOT-VERIFIED into FAIL, "15 contract(s) broken where your code
     goes", tied to the team only by "cannot tell for files not scanned"."""
     report = _gate(tmp_path, CANNOT["not scanned"])
@@ -107,7 +111,7 @@ def test_a_file_that_does_not_parse_names_itself_and_why(tmp_path):
     )  # the file that was read is ruled out: the other decides
 
 
-def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_path):
+def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_path: Path) -> None:
     report = _gate(
         tmp_path,
         {
@@ -119,7 +123,7 @@ def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_pa
     assert report["reasons"] == ["1 contract(s) broken"]
 
 
-def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_path):
+def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_path: Path) -> None:
     """A finding with a not-affected line and a cannot-tell line is not the team's for sure: not verified, never
     FAIL."""
     report = _gate(
@@ -136,8 +140,8 @@ def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_
     assert report["verdict"] == "not-verified"
 
 
-def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
-    report = {
+def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified() -> None:
+    report: Any = {
         "verdict": "pass",
         "reasons": [],
         "findings": [],
@@ -185,7 +189,9 @@ DECIDED = [
 
 
 @pytest.mark.parametrize("call, verdict, by, words", DECIDED, ids=[c for c, *_ in DECIDED])
-def test_the_literal_form_decides_and_says_which_argument(tmp_path, call, verdict, by, words):
+def test_the_literal_form_decides_and_says_which_argument(
+    tmp_path: Path, call: Any, verdict: Any, by: Any, words: Any
+) -> None:
     text = (
         "import functools\nimport optax\nWD = 0.0\nLR = 1e-3\nadamw_alias = optax.adamw\n\ndef make():\n    "
         f"return {call}\n"
@@ -199,7 +205,7 @@ def test_the_literal_form_decides_and_says_which_argument(tmp_path, call, verdic
     assert alias is None if "adamw_alias(" in call else alias["verdict"] == "cannot-tell"
 
 
-def test_a_schedule_is_told_from_a_number_by_the_call_that_builds_it(tmp_path):
+def test_a_schedule_is_told_from_a_number_by_the_call_that_builds_it(tmp_path: Path) -> None:
     """``adamw(1e-2, weight_decay=optax.linear_schedule(0.5, 0.0, 10))`` is exactly the configuration of the
     finding "weight_decay=a schedule": the call that builds the argument tells a schedule from a number,
     never "cannot tell (known at run time)"."""
@@ -220,7 +226,7 @@ def test_a_schedule_is_told_from_a_number_by_the_call_that_builds_it(tmp_path):
         assert _line(report, "train.py:6")["verdict"] == verdict, (arg, _line(report, "train.py:6"))
 
 
-def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_path):
+def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_path: Path) -> None:
     """The issue: optax.huber_loss(pred, y) does not pass delta, so delta becoming keyword-only cannot reach it
     (tests/contracts/test_losses.py: configuration(delta="passed positionally"))."""
     config = {"keywords": {"delta": attribution.POSITIONALLY}}
@@ -241,7 +247,7 @@ def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_pat
         assert (got, by) == (verdict, "delta"), (call, got, why)
 
 
-def test_scopes_follow_a_name_only_where_python_would(tmp_path):
+def test_scopes_follow_a_name_only_where_python_would(tmp_path: Path) -> None:
     text = """import optax
 LR = 1e-3
 class Trainer:
@@ -270,7 +276,7 @@ optax.sgd(LR2)
     assert got["t.py:19"].kind == "unknown" and "bound 2 times" in got["t.py:19"].why
 
 
-def test_a_notebooks_cells_are_one_module(tmp_path):
+def test_a_notebooks_cells_are_one_module(tmp_path: Path) -> None:
     cells = [
         {
             "cell_type": "code",
@@ -293,7 +299,7 @@ def test_a_notebooks_cells_are_one_module(tmp_path):
     assert (arg.kind, arg.value) == ("literal", "0.5") and "code cell 1" in arg.via
 
 
-def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface_match():
+def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface_match() -> None:
     """Optax's own examples call optax.microbatching.microbatch, new in 0.2.8: the gate failed with a KeyError."""
     from optax_gate.gate.surface import public_api
 
@@ -303,7 +309,9 @@ def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface
         "optax.microbatching.microbatch",
         params=(Param("fn", POSITIONAL),),
     )
-    rows = [{"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}]
+    rows: list[dict[str, Any]] = [
+        {"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}
+    ]
     binding.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
     assert rows[0]["sites"] == []
 
@@ -311,7 +319,7 @@ def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface
 # -- 3. a recipe's finding in the team's words ------
 
 
-def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_recipe_does(tmp_path):
+def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_recipe_does(tmp_path: Path) -> None:
     row = {
         "api": "recipe:none-gradients",
         "guide": "g",
@@ -329,7 +337,7 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     cand = {**base, "contracts": {"test_training_recipes.py::test_none": row}}
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adamw(1e-2)\nclip = optax.clip_by_global_norm(1.0)\n")
     scan = usage.scan([tmp_path], base=tmp_path)
-    report = compare.compare(base, cand)
+    report: Any = compare.compare(base, cand)
     report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     got = report["findings"][0]["your_code_attribution"]["train.py:2"]
@@ -362,8 +370,8 @@ RECIPES = [
 
 @pytest.mark.parametrize("recipe, marker, call, verdict", RECIPES, ids=[f"{r}:{c}" for r, _, c, _ in RECIPES])
 def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configuration(
-    tmp_path, recipe, marker, call, verdict
-):
+    tmp_path: Path, recipe: Any, marker: Any, call: Any, verdict: Any
+) -> None:
     """A recipe's configuration marker (tests/contracts/test_training_recipes.py) decides what the call's literal form
     decides: clip_by_global_norm(1.0) is not reached by the zero-threshold recipe; a bfloat16 moment still needs the
     state carried through lax.scan (the run decides)."""
@@ -385,7 +393,7 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
     cand = {**base, "contracts": {"test_training_recipes.py::test_r": row}}
     (tmp_path / "train.py").write_text(f"import jax.numpy as jnp\nimport optax\ntx = {call}\n")
     scan = usage.scan([tmp_path], base=tmp_path)
-    report = compare.compare(base, cand)
+    report: Any = compare.compare(base, cand)
     report = call_sites.annotated(report, scan)
     clip = (Param("max_norm", POSITIONAL),)
     attribution.attribute(
@@ -395,18 +403,20 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
     assert got["verdict"] == verdict, got
 
 
-def test_arguments_read_names_nonfinite_literals():
+def test_arguments_read_names_nonfinite_literals() -> None:
     import ast
 
     scopes = arguments.Scopes([(ast.parse("import jax.numpy as jnp\nx = jnp.nan\n"), "t.py:")], lambda node: None)
-    assert scopes.read(ast.parse("float('inf')").body[0].value).value == "inf"
-    assert scopes.read(ast.parse("jnp.nan").body[0].value).value == "nan"
+    inf, nan = ast.parse("float('inf')").body[0], ast.parse("jnp.nan").body[0]
+    assert isinstance(inf, ast.Expr) and isinstance(nan, ast.Expr)
+    assert scopes.read(inf.value).value == "inf"
+    assert scopes.read(nan.value).value == "nan"
 
 
 # -- the docs' promises ------
 
 
-def _doc_rows():
+def _doc_rows() -> Any:
     from pathlib import Path
 
     text = (Path(__file__).parents[2] / "docs" / "beyond-contracts.md").read_text(encoding="utf-8")
@@ -417,7 +427,7 @@ def _doc_rows():
 
 
 @pytest.mark.parametrize("row", _doc_rows(), ids=lambda r: r[0])
-def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path, row):
+def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path: Path, row: Any) -> None:
     """docs/beyond-contracts.md, "What --usage decides from the code alone": each row run as written."""
     call, about, verdict, by = row
     code = call.split("`")[1]
@@ -443,7 +453,7 @@ def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path, row):
     assert decided == by.split("`")[1], (row, decided)
 
 
-def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
+def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell() -> None:
     from pathlib import Path
 
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8").split())
@@ -454,7 +464,7 @@ def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
 # -- inputs of a first use ------
 
 
-def test_an_import_the_team_guards_with_except_import_error_does_not_break():
+def test_an_import_the_team_guards_with_except_import_error_does_not_break() -> None:
     """An import guarded as in ``try: from optax import monte_carlo / except ImportError: monte_carlo =
     None`` does not break: the fallback runs instead, never FAIL with "removed in the candidate →
     ImportError"."""
@@ -472,7 +482,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     scanner.imports(tree, "misc.py:")
     scanner.scopes = arguments.Scopes([(tree, "misc.py:")], scanner._dotted)
     scanner.expressions(tree, "misc.py:")
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"path": "optax.monte_carlo", "change": "removed", "param": None, "old": "module", "new": None},
         {"path": "optax.contrib", "change": "removed", "param": None, "old": "module", "new": None},
     ]
@@ -484,7 +494,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     assert plain["breaks"]  # the same removal, imported without a guard, still breaks
 
 
-def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_told():
+def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_told() -> None:
     """A removed package that a package the team declares may bring cannot be told, never FAIL: for
     example big_vision imports chex in its tests and declares distrax (which requires chex), and the gate
     does not install distrax, so "broken dependency chex" cannot be told."""
@@ -499,7 +509,7 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     assert not row["breaks"] and row["may_come_with"] == ["distrax"] and "may bring chex: cannot tell" in row["uses"][0]
     (alone,) = [r for r in dependencies.diff(base, cand, None, imported, {}) if r["name"] == "chex"]
     assert alone["breaks"]  # nothing declared that could bring it: it breaks
-    report = {
+    report: Any = {
         "verdict": "pass",
         "reasons": [],
         "findings": [],
@@ -510,7 +520,7 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     assert report["verdict"] == "not-verified" and "your project declares distrax" in report["reasons"][0]
 
 
-def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
+def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path: Path) -> None:
     """A partial bound once and called, as ``adamw_b1 = functools.partial(optax.adamw, b1=0.8)`` then
     ``adamw_b1(1e-3, weight_decay=0.0)``, is judged where it is called, the calls named, not "cannot tell: the
     call of the partial may pass it" at the partial's line."""
@@ -526,7 +536,7 @@ def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
     assert "`WD = 0.0` (line 3)" in got["train.py:6"]["why"]  # a tuple of literals unpacked: each name its element
 
 
-def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new(tmp_path):
+def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new(tmp_path: Path) -> None:
     """A "cannot tell" says what the contracts ran (for the lbfgs finding, update with an unknown keyword now
     raising TypeError, "its contracts ran it with `unknown_kwarg`"), and a call of an API new in the candidate is
     affected, named as new, never a bare "cannot tell"."""
@@ -550,7 +560,7 @@ def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new
     assert (verdict, why) == ("affected", "calls an API the baseline does not have (new in the candidate)")
 
 
-def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp_path):
+def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp_path: Path) -> None:
     """``from optax.monte_carlo import X`` under try/except ImportError does not break: the fallback runs, as the
     surface row says, never "cannot tell (not a call)" (NOT-VERIFIED). Unguarded it breaks, and the verdict's reason
     says so, as the finding and the surface row do, never "cannot tell"."""
@@ -575,7 +585,7 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
     )
     (tmp_path / "b.py").write_text("from optax.monte_carlo import score_function_jacobians\n")
     scan = usage.scan([tmp_path], base=tmp_path)
-    report = compare.compare(base, cand)
+    report: Any = compare.compare(base, cand)
     report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known())
     got = report["findings"][0]["your_code_attribution"]
@@ -583,11 +593,11 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
     assert got["b.py:1"]["verdict"] == "affected" and "ModuleNotFoundError" in got["b.py:1"]["why"], got
 
 
-def test_a_finding_joined_to_a_surface_break_of_the_teams_line_is_decided():
+def test_a_finding_joined_to_a_surface_break_of_the_teams_line_is_decided() -> None:
     """A finding that holds a surface break of the team's line is decided: an unguarded ``from optax import
     monte_carlo`` fails the gate with a reason saying it breaks, never "broken where your code may go ... (your
     lines: cannot tell)"."""
-    finding = {
+    finding: Any = {
         "your_code": ["nb.ipynb:code cell 2 (cell 3 of the notebook):4"],
         "your_code_attribution": {},
         "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}],

@@ -6,6 +6,7 @@ looping ``--usage`` link is exit 2 up front."""
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,9 @@ from tests.meta.support.gate_cli import gate_cli, not_judged_report
 from tests.meta.support.paths import LOCK, ROOT
 
 
-def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path, monkeypatch):
+def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "tests" / "contracts").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tests"))
@@ -27,7 +30,7 @@ def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path,
     assert typed_path.user_path("contracts/team") == Path("contracts/team")
 
 
-def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
+def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(typed_path.INVOKED_FROM, raising=False)
     args = cli_parser.parse(["gate", "--usage", "src", "optax==0.2.8", "--usage", "notebooks", "jax==0.12.0.1"])
     assert args.usage == [Path("src"), Path("notebooks")] and args.specs == ["optax==0.2.8", "jax==0.12.0.1"]
@@ -35,7 +38,7 @@ def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
     assert defaults.usage is None and defaults.out == Path("reports/gate")  # defaults stay the project's
 
 
-def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
+def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "notebooks").mkdir()
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
     with pytest.raises(
@@ -46,7 +49,9 @@ def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
     user_paths.refuse_paths_as_specs(["optax==0.2.8"], {"optax"})  # no path, no refusal
 
 
-def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_commands_line(tmp_path, monkeypatch):
+def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_commands_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A spec that names another command (``./noxw -s gate -- compare A/evidence/baseline.json ...``)
     or a run record is refused with the line of the command that was meant (``./noxw -s compare --
     BASELINE.json CANDIDATE.json``), never "did you mean --usage …baseline.json?"."""
@@ -75,7 +80,7 @@ def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_
         (lambda t: (t / "notes.md").write_text("x") and t / "notes.md", "is not a .py or .ipynb file (nor a folder)"),
     ],
 )
-def test_a_bad_usage_path_is_refused(tmp_path, make, message):
+def test_a_bad_usage_path_is_refused(tmp_path: Path, make: Any, message: Any) -> None:
     path = make(tmp_path)
     with pytest.raises(
         validate.InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")
@@ -83,7 +88,7 @@ def test_a_bad_usage_path_is_refused(tmp_path, make, message):
         user_paths.check_usage([path])
 
 
-def test_a_dangling_usage_link_is_exit_2_before_anything_runs(tmp_path):
+def test_a_dangling_usage_link_is_exit_2_before_anything_runs(tmp_path: Path) -> None:
     (tmp_path / "team").symlink_to(tmp_path / "moved-away")
     out = tmp_path / "out"
     status, stdout, stderr, seconds = gate_cli(
@@ -93,7 +98,7 @@ def test_a_dangling_usage_link_is_exit_2_before_anything_runs(tmp_path):
     assert seconds < 10 and not_judged_report(out)["verdict"] == "not-verified"
 
 
-def test_noxw_passes_the_folder_it_was_started_from(tmp_path):
+def test_noxw_passes_the_folder_it_was_started_from(tmp_path: Path) -> None:
     """noxw exports the folder before changing into the project (read by the noxfile's gate/matrix sessions)."""
     script = (ROOT / "noxw").read_text()
     export = script.index('export NOXW_INVOKED_FROM="$PWD"')
@@ -108,7 +113,7 @@ def test_noxw_passes_the_folder_it_was_started_from(tmp_path):
     assert 'OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM"' in (ROOT / "noxfile.py").read_text()
 
 
-def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch):
+def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """From a subfolder, a refusal names the path as the user typed it and the absolute path it was read as;
     an absolute path as typed, with no "(read from ...)"."""
     (tmp_path / "tests").mkdir()
@@ -141,7 +146,7 @@ def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch)
         ("optax-x[cpu]", False),
     ],
 )
-def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
+def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec: Any, path_like: Any) -> None:
     """A bare SPEC (no version, no extras) that is no package of the baseline and looks like a path (a / or a
     ., or close to no package) may be a second path after --usage that does not exist."""
     with pytest.raises(validate.InvalidInput) as refused:
@@ -151,7 +156,9 @@ def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
 
 
 @pytest.mark.parametrize("usage", [["src"], ["src", "notebooks", "../shared"]])
-def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkeypatch, usage):
+def test_call_sites_are_named_from_the_folder_the_user_stood_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, usage: Any
+) -> None:
     """Every file is named relative to where the user stood when they started the gate, with ``../`` for
     a path outside it: never absolute, never ambiguous; report.json the same. For example ``--usage
     src`` names ``src/train.py``, not ``train.py`` (ambiguous once a second folder holds a
@@ -172,7 +179,9 @@ def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkey
     assert not any(os.path.isabs(name) for name in named)
 
 
-def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_stands(tmp_path, monkeypatch):
+def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """From a subfolder (``cd tests && ../noxw -s gate -- ...``) the default output folders are
     printed as absolute paths, since ``reports/gate/runs/.../report.md``, relative to the project
     folder, does not exist from there; from the project folder they stay relative (shorter)."""
@@ -192,7 +201,7 @@ def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_st
     assert cli_parser.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
 
 
-def test_a_usage_folder_without_code_is_refused(tmp_path):
+def test_a_usage_folder_without_code_is_refused(tmp_path: Path) -> None:
     """A --usage folder without code (a typo that exists, a docs folder) is refused, never PASS with "0 of 0 file(s)
     scanned"."""
     from optax_gate.gate.inputs import user_paths, validate
@@ -212,7 +221,7 @@ def test_a_usage_folder_without_code_is_refused(tmp_path):
     assert user_paths.check_usage([tmp_path / "docs"]) == [tmp_path / "docs"]
 
 
-def test_a_lock_file_given_as_a_spec_is_told_its_options(tmp_path, monkeypatch):
+def test_a_lock_file_given_as_a_spec_is_told_its_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A lock file given as a spec, as in ``./noxw -s gate -- requirements-lock.txt``, is told that a lock is a
     candidate or a baseline lock, never "did you mean --usage"."""
     from optax_gate.gate.inputs import user_paths, validate

@@ -1,12 +1,14 @@
 """``judge/verdict.py``: a verdict only gets heavier (pass < fail < not-verified), except where the
 findings are scoped to the team's code; reasons go where they are asked to."""
 
+from typing import Any
+
 import pytest
 
 from optax_gate.gate.judge import verdict
 
 
-def test_the_contracts_verdict():
+def test_the_contracts_verdict() -> None:
     assert verdict.of_contracts([], 0) == ("pass", [])
     assert verdict.of_contracts([], 3) == ("fail", ["3 contract(s) broken"])
     assert verdict.of_contracts(["candidate not verified: zero contracts ran"], 3) == (
@@ -26,39 +28,39 @@ def test_the_contracts_verdict():
         ("fail", "pass", "fail"),
     ],
 )
-def test_a_verdict_only_gets_heavier(before, asked, after):
+def test_a_verdict_only_gets_heavier(before: Any, asked: Any, after: Any) -> None:
     report = verdict.at_least({"verdict": before, "reasons": ["r0"]}, asked, "why")
     assert report["verdict"] == after
     assert report["reasons"] == ["r0", "why"]  # the reason is kept whatever the verdict was
 
 
-def test_reasons_go_where_asked():
-    report = {"verdict": "fail", "reasons": ["a", "b"]}
+def test_reasons_go_where_asked() -> None:
+    report: Any = {"verdict": "fail", "reasons": ["a", "b"]}
     report = verdict.at_least(report, "not-verified", ["e1", "e2"], at=1)
     assert report["reasons"] == ["a", "e1", "e2", "b"]
     report = verdict.at_least(report, "fail", "first", at=0)
     assert report == {"verdict": "not-verified", "reasons": ["first", "a", "e1", "e2", "b"]}
-    assert verdict.at_least({"verdict": "pass"}, "fail") == {"verdict": "fail"}  # no reason: none added
+    assert dict(verdict.at_least({"verdict": "pass"}, "fail")) == {"verdict": "fail"}  # no reason: none added
     with pytest.raises(ValueError, match="unknown verdict 'failed'"):
         verdict.at_least(report, "failed")
 
 
-def test_the_scoped_verdict_may_fall_and_its_reasons_are_replaced():
+def test_the_scoped_verdict_may_fall_and_its_reasons_are_replaced() -> None:
+    report: Any = {"verdict": "fail", "reasons": ["3 contract(s) broken"]}
+    assert dict(verdict.rescoped(report, [], "pass")) == {"verdict": "pass", "reasons": []}
     report = {"verdict": "fail", "reasons": ["3 contract(s) broken"]}
-    assert verdict.rescoped(report, [], "pass") == {"verdict": "pass", "reasons": []}
-    report = {"verdict": "fail", "reasons": ["3 contract(s) broken"]}
-    assert verdict.rescoped(report, ["1 contract(s) broken where your code goes"]) == {
+    assert dict(verdict.rescoped(report, ["1 contract(s) broken where your code goes"])) == {
         "verdict": "fail",
         "reasons": ["1 contract(s) broken where your code goes"],
     }
 
 
-def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
+def test_the_speed_verdict_fails_only_for_a_step_over_the_budget() -> None:
     """``of_speed`` reads the section alone: a ``changed`` reading is said in the report, never judged."""
-    changed = {"setup": "scan-20", "metric": "step_s", "change": "changed", "ratio": 1.4, "detail": ""}
+    changed: Any = {"setup": "scan-20", "metric": "step_s", "change": "changed", "ratio": 1.4, "detail": ""}
     assert verdict.of_speed({"status": "measured", "reason": "", "summary": {}, "readings": [changed]}) == ("pass", [])
     assert verdict.of_speed({"status": "not-measured", "reason": "x", "summary": {}, "readings": []}) == ("pass", [])
-    broken = {**changed, "change": "broken", "ratio": 1.83}
+    broken: Any = {**changed, "change": "broken", "ratio": 1.83}
     assert verdict.of_speed(
         {"status": "measured", "reason": "", "budget": 1.5, "summary": {}, "readings": [changed, broken]}
     ) == (
@@ -67,7 +69,7 @@ def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
     )
 
 
-def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
+def test_the_sections_beyond_the_contracts_fail_for_a_broken_row() -> None:
     assert verdict.of_beyond({"surface": 0, "dependencies": 0, "warnings": 0}) == ("pass", [])
     assert verdict.of_beyond({"surface": 2, "dependencies": 1, "warnings": 0}) == (
         "fail",
@@ -75,7 +77,7 @@ def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
     )
 
 
-def test_the_team_runs_verdict_is_read_from_its_section():
+def test_the_team_runs_verdict_is_read_from_its_section() -> None:
     from optax_gate.gate.team_run import judging
 
     assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == (
@@ -89,13 +91,17 @@ def test_the_team_runs_verdict_is_read_from_its_section():
     )
 
 
-def test_the_verdict_functions_return_a_copy_and_leave_the_report_as_it_was():
+def test_the_verdict_functions_return_a_copy_and_leave_the_report_as_it_was() -> None:
     """``at_least`` and ``rescoped`` return a new report (``assemble`` builds each version from the last); the
     report and its reasons list they were given are not changed."""
     import copy
 
-    report = {"verdict": "pass", "reasons": ["a"], "notes": []}
+    report: Any = {"verdict": "pass", "reasons": ["a"], "notes": []}
     kept = copy.deepcopy(report)
-    assert verdict.at_least(report, "fail", "b", at=0) == {"verdict": "fail", "reasons": ["b", "a"], "notes": []}
-    assert verdict.rescoped(report, ["c"], "not-verified") == {"verdict": "not-verified", "reasons": ["c"], "notes": []}
+    assert dict(verdict.at_least(report, "fail", "b", at=0)) == {"verdict": "fail", "reasons": ["b", "a"], "notes": []}
+    assert dict(verdict.rescoped(report, ["c"], "not-verified")) == {
+        "verdict": "not-verified",
+        "reasons": ["c"],
+        "notes": [],
+    }
     assert report == kept

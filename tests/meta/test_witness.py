@@ -6,6 +6,7 @@ environment) is the independent reference for what they hold."""
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,16 +28,17 @@ from tests.meta.support.team_runs import CHAIN, PYTHON
         np.zeros((0, 3), np.float16),
     ],
 )
-def test_an_npy_file_is_read_as_numpy_reads_it(array):
+def test_an_npy_file_is_read_as_numpy_reads_it(array: Any) -> None:
     buffer = io.BytesIO()
     np.save(buffer, array)
     leaf = output_arrays.read_npy(buffer.getvalue())
+    assert leaf is not None
     assert leaf["dtype"] == str(array.dtype) and leaf["shape"] == list(array.shape)
     stride = leaf["stride"]
     assert leaves.decode(leaf) == array.reshape(-1)[::stride][:4096].tolist()
 
 
-def test_output_lines_are_compared_where_the_two_baseline_runs_agree():
+def test_output_lines_are_compared_where_the_two_baseline_runs_agree() -> None:
     """Durations, addresses and clock times are masked; a line that differs
     between the two baseline runs is noise, left out; a number 1 ULP apart is
     within the budget; a loss that moved is the first difference, with its
@@ -54,16 +56,16 @@ def test_output_lines_are_compared_where_the_two_baseline_runs_agree():
     assert witness.compare_output(base, again, base + "\nnew warning", ulps=4)["differs"]
 
 
-def _npz(path: Path, **arrays) -> None:
+def _npz(path: Path, **arrays: Any) -> None:
     np.savez(path, **arrays)
 
 
-def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
+def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path: Path) -> None:
     sides = {name: tmp_path / name for name in ("b", "r", "c")}
     for folder in sides.values():
         folder.mkdir()
         (folder / "log.bin").write_bytes(b"same")
-    w = np.linspace(-1, 1, 5, dtype=np.float32)
+    w: Any = np.linspace(-1, 1, 5, dtype=np.float32)
     for name in ("b", "r"):
         _npz(sides[name] / "params.npz", w=w, step=np.int32(3))
         (sides[name] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, float("nan")]}))
@@ -96,7 +98,7 @@ def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
     )
 
 
-def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyond_it_is_not(tmp_path):
+def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyond_it_is_not(tmp_path: Path) -> None:
     """The ensemble's witness: an output number or an array element is within the run's own rounding noise when
     its deviation is at most ensemble.FACTOR times its deviation over the members; beyond it, or where the
     members agree with the baseline (the ULP budget), it differs."""
@@ -116,7 +118,7 @@ def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyon
     sides = {name: tmp_path / name for name in ("b", "r", "c", "m")}
     for folder in sides.values():
         folder.mkdir()
-    w = np.linspace(-1, 1, 5, dtype=np.float32)
+    w: Any = np.linspace(-1, 1, 5, dtype=np.float32)
     for name in ("b", "r"):
         _npz(sides[name] / "params.npz", w=w)
     _npz(sides["m"] / "params.npz", w=w + np.float32(1e-4))
@@ -154,7 +156,7 @@ jnp.mean = lambda *a, **k: _mean(*a, **k) * 1.01
 """
 
 
-def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverges(tmp_path):
+def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverges(tmp_path: Path) -> None:
     """The recorder sees every Optax call the same (the candidate changes
     only ``jnp.mean``, in an evaluation after training); the run's printed
     evaluation differs: the run never reads "computes the same", it
@@ -175,7 +177,7 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
         "output line 1: a number"
     )
     assert result["witness"]["files"]["files"] == 1 and not result["witness"]["files"]["differs"]  # w.npy: the same
-    report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
+    report: Any = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, result)
     assert (
         report["verdict"] == "fail"
@@ -187,7 +189,7 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
     assert not (tmp_path / "same" / "team-run-baseline-repeat-files").exists()  # read by the witness, then dropped
 
 
-def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back(tmp_path):
+def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back(tmp_path: Path) -> None:
     """A command that times out (or is interrupted) runs in its own process
     group and is stopped whole before the folder is put back: for ``--run
     "python train.py && echo done"`` not only bash is killed, so the team's
@@ -208,7 +210,7 @@ def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back
     assert (team / "checkpoint.txt").read_text() == "ORIGINAL"
 
 
-def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_ones():
+def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_ones() -> None:
     """Lines are aligned by their words, numbers masked, so a warning on one
     side does not pair the lines after it with the wrong ones: the baseline's
     NumPy RuntimeWarning (stderr, merged into the output) before
@@ -227,13 +229,13 @@ def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_o
     assert not witness.compare_output(base, base, base.replace(warn + "\n", ""), ulps=4)["differs"]
 
 
-def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
+def test_an_error_measured_on_a_sample_of_a_leaf_says_so() -> None:
     """The error of a sampled leaf says on how many elements it was measured: a
     9,216-element kernel stored every 3rd element may read "largest error 0.65 ULP"
     where the true one is 56.5 ULP, outside the sample."""
     import base64 as _b64
 
-    def leaf(values):
+    def leaf(values: Any) -> Any:
         data = np.asarray(values, np.float32)
         return {
             "dtype": "float32",
@@ -244,7 +246,7 @@ def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
             "sha256": str(hash(data.tobytes())),
         }
 
-    base = {
+    base: dict[str, Any] = {
         "phase": "call",
         "api": "jax.jit(step)",
         "args": {},
@@ -255,10 +257,11 @@ def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
     }
     cand = {**base, "out": {"tree": "*", "paths": [""], "leaves": [leaf([1.0 + 2.0**-10] + [1.0] * 3071)]}}
     diff = divergence.differences(base, cand, 1)
+    assert diff is not None
     assert any("measured on 3072 of 9216 elements, one in 3:" in t for t in diff["texts"]), diff
 
 
-def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measured_on_a_sample():
+def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measured_on_a_sample() -> None:
     """A drifting call whose sampled leaf differs by its digest is counted
     (``within_budget.sampled``), and the report says the error of such leaves
     is the sample's: a 9,216-element kernel stored one element in 3 may be
@@ -268,7 +271,7 @@ def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measure
 
     leaf = {"dtype": "float32", "shape": [9216], "stride": 3, "n": 1, "data": "AACAPw==", "sha256": "a"}
 
-    def obs(sha):
+    def obs(sha: Any) -> Any:
         return {
             "site": "train.py:9",
             "api": "jax.jit(step)",
@@ -291,7 +294,7 @@ def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measure
     assert "stored as a sample" in text and "measured on the sample" in text, text
 
 
-def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environment(tmp_path):
+def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environment(tmp_path: Path) -> None:
     """``flax.serialization.to_bytes`` files are read with the baseline's interpreter (``kit.environment.arrays``)
     and judged array by array; without an interpreter to read them, a differing one is "not judged"."""
     import sys
@@ -299,7 +302,7 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
     from flax import serialization
 
     sides = {name: tmp_path / name for name in ("b", "r", "c")}
-    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    w: Any = np.linspace(-1, 1, 6, dtype=np.float32)
     for name, value in (("b", w), ("r", w), ("c", w * np.float32(1.5))):
         sides[name].mkdir()
         (sides[name] / "params.msgpack").write_bytes(
@@ -319,7 +322,7 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
     assert not witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)["differs"]
 
 
-def _orbax_checkpoint(folder: Path, tree: dict) -> None:
+def _orbax_checkpoint(folder: Path, tree: dict[str, Any]) -> None:
     """``tree`` saved by a CheckpointManager at step 5, as a team's training loop saves it (its data files get new names
     in every run)."""
     import orbax.checkpoint as ocp
@@ -330,7 +333,7 @@ def _orbax_checkpoint(folder: Path, tree: dict) -> None:
     manager.close()
 
 
-def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environment(tmp_path):
+def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environment(tmp_path: Path) -> None:
     """An Orbax checkpoint's item folder is one output, read with the baseline's interpreter (orbax is in the
     team's environment) and judged array by array: 1 ULP apart is within the budget, 1.5x beyond it, named by its
     key; without an interpreter to read it, it is noise: by bytes, two baseline runs write it otherwise (its data
@@ -340,7 +343,7 @@ def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environme
     import jax.numpy as jnp
 
     sides = {name: tmp_path / name for name in ("b", "r", "c", "u")}
-    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    w: Any = np.linspace(-1, 1, 6, dtype=np.float32)
     one_ulp = np.nextafter(w, np.float32(np.inf))
     for name, value in (("b", w), ("r", w), ("c", w * np.float32(1.5)), ("u", one_ulp)):
         sides[name].mkdir()

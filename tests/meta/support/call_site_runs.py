@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.meta.support.records import record
 
 
-def traced_runs():
+def traced_runs() -> Any:
     """Three broken contracts: one API the team never uses, two it calls."""
     base = record(golden_a="passed", golden_b="passed", golden_c="passed")
     cand = record(golden_a="failed", golden_b="failed", golden_c="failed")

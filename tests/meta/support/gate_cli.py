@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from optax_gate.gate.install import environments
 from optax_gate.gate.reuse import results_cache
@@ -16,12 +17,12 @@ from optax_gate.gate.run import evidence
 from tests.meta.support.paths import LOCK, ROOT
 
 
-def write_run(path, rec):
+def write_run(path: Any, rec: Any) -> Any:
     path.write_text(json.dumps(rec))
     return str(path)
 
 
-def gate_cli(*args, out, env=None, timeout=60):
+def gate_cli(*args: Any, out: Any, env: Any = None, timeout: Any = 60) -> Any:
     """``python -m optax_gate gate ARGS --out OUT`` from the project root: (exit status, stdout, stderr, seconds)."""
     start = time.monotonic()
     proc = subprocess.run(
@@ -45,18 +46,18 @@ def gate_cli(*args, out, env=None, timeout=60):
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
 
 
-def latest_report(out):
+def latest_report(out: Any) -> Any:
     """The report of the newest run that judged both sides (``report.json``)."""
     return json.loads((out / "report.json").read_text())
 
 
-def not_judged_report(out):
+def not_judged_report(out: Any) -> Any:
     """The report of the newest run that judged nothing: refused or stopped before both sides ran
     (``not-judged.json``)."""
     return json.loads((out / "not-judged.json").read_text())
 
 
-def newest_run(out) -> Path:
+def newest_run(out: Any) -> Path:
     """The newest complete run folder, judged or not."""
     return max(
         ((out / name).resolve() for name in (evidence.LATEST, evidence.NOT_JUDGED_LINK) if (out / name).exists()),
@@ -165,7 +166,7 @@ FAKE_CONTRACTS = 8 * len(results_cache.units(ROOT))
 FAKE_ID = f"{results_cache.units(ROOT)[0].name}::test_7"
 
 
-def fake_gate(tmp_path, pause=0.05, tests=8, extra=(), lock=LOCK):
+def fake_gate(tmp_path: Path, pause: Any = 0.05, tests: Any = 8, extra: Any = (), lock: Any = LOCK) -> Any:
     """The gate's command line with every environment replaced by a fake
     interpreter (its own cache folder: fake results never reach the real cache)."""
     fake = tmp_path / "fake-python"

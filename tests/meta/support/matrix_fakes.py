@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.gate.base import details
 from optax_gate.gate.matrix import plan as matrix
 from tests.meta.support.records import record
@@ -21,7 +23,7 @@ YANKED = {"flax-0.12.13"}
 REQUIREMENTS_IN = "optax==0.2.6\njax==0.11.2\njaxlib==0.11.2\nflax==0.12.12\nnumpy\n"
 
 
-def fake_fetch(url):
+def fake_fetch(url: Any) -> Any:
     project = url.rstrip("/").rsplit("/", 1)[-1]
     files = [
         {"filename": f"{project}-{v}-py3-none-any.whl", "yanked": f"{project}-{v}" in YANKED} for v in INDEX[project]
@@ -41,12 +43,12 @@ OTHER_APIS = [
 ]
 
 
-def real_matrix():
+def real_matrix() -> Any:
     """A matrix around the real optax 0.2.8 rows (``data/report-optax-0.2.8.json``):
     optax-0.2.8 differs as it did, optax-0.2.7 did not import (as it did not),
     jax-0.12.0.1 passes; plus unchanged contracts of the other APIs."""
 
-    def contract(r, outcome, detail=""):
+    def contract(r: Any, outcome: Any, detail: Any = "") -> Any:
         return {
             "api": r["api"],
             "guide": r["guide"],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-def record(status="ran", reason="", **outcomes):
+
+def record(status: Any = "ran", reason: Any = "", **outcomes: Any) -> Any:
     """A run record whose contracts are ``id=outcome`` (kind from the id prefix)."""
     contracts = {
         cid: {"api": "optax.sgd", "guide": "g", "kind": cid.split("_")[0], "outcome": o, "detail": f"{o} detail"}

@@ -12,9 +12,9 @@ def contract_row(
     api: str = "optax.sgd",
     kind: str = "acceptance",
     defect: str = "",
-    baseline: str = "passed",
-    candidate: str = "failed",
-) -> dict[str, Any]:
+    baseline: str | None = "passed",
+    candidate: str | None = "failed",
+) -> Any:
     """A contract row: its id, API, guide ``g``, kind, known defect, outcome on each side, change and detail."""
     return {
         "id": cid,

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from optax_gate.gate.team_run import command as run_command
 
@@ -121,7 +122,7 @@ def line_of(folder: Path, text: str, file: str = "train.py") -> str:
     return f"{file}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
 
 
-def record(folder: Path, command: str, trace: Path | None) -> subprocess.CompletedProcess:
+def record(folder: Path, command: str, trace: Path | None) -> subprocess.CompletedProcess[str]:
     """Run ``command`` in ``folder`` like the gate does, recording into ``trace`` (None: recorder off)."""
     env = run_command.environment(PYTHON, folder, trace or folder / "unused")
     if trace is None:
@@ -129,14 +130,14 @@ def record(folder: Path, command: str, trace: Path | None) -> subprocess.Complet
     return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
-def npz_arrays(path: Path) -> dict:
+def npz_arrays(path: Path) -> dict[str, Any]:
     import numpy as np
 
     with np.load(path) as data:
         return {k: data[k].tobytes() for k in data}
 
 
-def leaf_record(values, dtype="float32"):
+def leaf_record(values: Any, dtype: Any = "float32") -> Any:
     import base64
     import struct
 
@@ -152,7 +153,7 @@ def leaf_record(values, dtype="float32"):
     }
 
 
-def write_trace(folder: Path, events: list[dict]) -> Path:
+def write_trace(folder: Path, events: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True)
     lines = [json.dumps({"trace": 1, "pid": 1, "start": 0.0, "argv": []})]
     for seq, event in enumerate(events, 1):
@@ -161,7 +162,7 @@ def write_trace(folder: Path, events: list[dict]) -> Path:
     return folder
 
 
-def call_event(site, api, call, out, inputs=(), **extra):
+def call_event(site: Any, api: Any, call: Any, out: Any, inputs: Any = (), **extra: Any) -> Any:
     return {
         "site": site,
         "api": api,
