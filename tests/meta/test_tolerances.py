@@ -1,5 +1,7 @@
 """The tolerance policy (``optax_gate.kit.tolerances``) bites where it should."""
 
+import math
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -67,3 +69,21 @@ def test_no_bound_is_below_the_smallest_normal_number() -> None:
     for name in ("float64", "float32", "bfloat16"):  # flushed to zero below their smallest normal
         assert tolerances.TINY[name] == float(ml_dtypes.finfo(name).tiny)
     assert tolerances.TINY["float16"] == float(ml_dtypes.finfo("float16").smallest_subnormal)
+
+
+def test_the_policy_page_states_each_budget_as_the_constants_set_it() -> None:
+    """docs/tolerances.md is the one place the budgets are explained: each constant's value there is the
+    kit's, and so are the machine epsilons and the ensemble factor."""
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tolerances.md").read_text(encoding="utf-8")
+    rows = {m[1]: m[2] for m in re.finditer(r"^``(\w+)``,?\s+(\S+)", page, re.M)}
+    assert rows["EXACT"] == str(tolerances.EXACT) and rows["ELEMENTWISE"] == str(tolerances.ELEMENTWISE)
+    assert rows["ENSEMBLE_FACTOR"] == str(tolerances.ENSEMBLE_FACTOR)
+    assert rows["MEMORY_RTOL"] == f"{round(tolerances.MEMORY_RTOL * 100)}"
+    assert f"{tolerances.MEMORY_ATOL} bytes" in page
+    assert f"{int(tolerances.reduction(0))} + 2 * n_terms" in page
+    for name, eps in (("float64", 2.0**-52), ("float32", 2.0**-23), ("float16", 2.0**-10), ("bfloat16", 2.0**-7)):
+        exponent = round(math.log2(eps))
+        assert re.search(rf"^{name}\s+2\*\*{exponent}\b", page, re.M), name
+        assert tolerances.EPS[name] == eps, name
