@@ -47,16 +47,12 @@ def _covered(path: str, contracted: set[str]) -> bool:
     return any(path == a or path.startswith(a + ".") for a in contracted)
 
 
-def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+def _section_counts(rows: list[dict[str, Any]]) -> model.SectionCounts:
+    """How many of ``rows`` have each verdict."""
     out = {"broken": 0, "cannot-tell": 0, "changed": 0, "new": 0, "noted": 0}
     for r in rows:
         out[r["verdict"]] += 1
-    return out
-
-
-def _section_counts(rows: list[dict[str, Any]]) -> model.SectionCounts:
-    """How many of ``rows`` have each verdict."""
-    return cast(model.SectionCounts, _counts(rows))
+    return cast(model.SectionCounts, out)
 
 
 def surface_section(
