@@ -698,7 +698,7 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path: Path) ->
     assert [c["sha"] for c in entry["suspects"]] == [shas[2]] and entry["source_files"] == files
     from optax_gate.gate.report import bisect_section as report_bisect
 
-    line = report_bisect.words(dict(entry))
+    line = report_bisect.words(entry)
     assert line.startswith(
         f"changed by optax one of 3 commits, most likely the 1 touching the APIs' source (optax/_losses.py): "
         f"{shas[2][:7]} Keyword-only delta (#7, {entry['suspects'][0]['date'][:10]}); the range runs: "

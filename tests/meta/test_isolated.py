@@ -98,12 +98,12 @@ def test_a_cause_the_run_already_names_gets_what_it_computes_alone_once() -> Non
 
 
 def test_the_report_says_what_the_calls_run_alone_gave() -> None:
-    same = {"isolated": {"calls": 5, "same": 5, "differ": [], "skipped": {"its arguments hold PRNG keys": 1}}}
+    same: Any = {"isolated": {"calls": 5, "same": 5, "differ": [], "skipped": {"its arguments hold PRNG keys": 1}}}
     assert team_run_section.alone_words(same).startswith(
         "**Optax computes the same on identical inputs**: each of the 5 Optax call(s)"
     )
     assert "1 its arguments hold PRNG keys" in team_run_section.alone_words(same)
-    other = {
+    other: Any = {
         "isolated": {
             "calls": 5,
             "same": 4,

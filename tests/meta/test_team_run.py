@@ -559,7 +559,7 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line() -> 
         "`adam/bfloat16` "
         "the outcome differs"
     )
-    report = {"findings": [{"number": 1, "cause": cause}]}
+    report: Any = {"findings": [{"number": 1, "cause": cause}]}
     words = report_team_run.finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
     assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
     # the float64 part, about other inputs, is counted for a bfloat16 line, not said
@@ -582,7 +582,7 @@ def test_an_affected_line_names_the_commit_the_bisection_found() -> None:
         "url": "https://github.com/google-deepmind/optax/commit/7a58a58f",
         "date": "2025-10-02T00:00:00+00:00",
     }
-    report = {
+    report: Any = {
         "findings": [
             {
                 "number": 5,
@@ -1513,7 +1513,7 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     command = "python train.py 120 --out params.npz"
     exact = recording.run(run_command.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
     assert exact["outcome"] == "diverged", exact.get("witnessed")
-    result = recording.run(
+    result: Any = recording.run(
         run_command.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise"
     )
     assert result["outcome"] == "same", (result.get("witnessed"), result.get("first"))
@@ -1626,7 +1626,7 @@ def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(t
     base = [call_event("a.py:7", "optax.global_norm", "call", leaf_record([2.0]), [leaf_record([1.0])])]
     cand = [{**base[0], "warnings": [{"category": "DeprecationWarning", "message": "use optax.tree.norm"}]}]
     b, c = trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
-    result = divergence.compare(b, c)
+    result: Any = divergence.compare(b, c)
     assert result["differing"] == 0 and result["warned"] == [
         {"site": "a.py:7", "call": "optax.global_norm(...)", "texts": ["warns DeprecationWarning: use optax.tree.norm"]}
     ]

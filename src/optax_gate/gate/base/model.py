@@ -447,11 +447,43 @@ class CommandRun(TypedDict):
     calls: NotRequired[int]
 
 
+class OutputFirst(TypedDict):
+    """
+    the first line that differs beyond the budget (line: 1-based, in the baseline's output), or null
+    """
+
+    line: int
+    baseline: str
+    candidate: str
+    change: str
+
+
 class Output(TypedDict):
+    lines: int
+    noise: int
+    differs: bool
+    within_budget: int
+    first: OutputFirst | None
+    warnings: NotRequired[list[str]]
     noise_ratio: NotRequired[float | None]
 
 
+class FilesFirst(TypedDict):
+    """
+    the first output that differs beyond the budget (key: the array's key in it, or empty), or null
+    """
+
+    file: str
+    key: str
+    change: str
+
+
 class Files(TypedDict):
+    files: int
+    noise: int
+    differs: bool
+    within_budget: int
+    first: FilesFirst | None
     not_judged: NotRequired[list[str]]
     checkpoint_folders: NotRequired[int]
     noise_files: NotRequired[list[str]]
@@ -471,12 +503,30 @@ class Witness(TypedDict):
 
 class ReplayRun(TypedDict):
     label: Literal['baseline-replay', 'candidate-replay']
+    exit: int | None
+    seconds: float
+    timed_out: NotRequired[bool]
+    error: NotRequired[str]
 
 
 class Birth(TypedDict):
+    function: str
+    site: str
     kind: Literal[
         'before', 'operation', 'program', 'path', 'compiled', 'later', 'unknown'
     ]
+    inputs: NotRequired[str]
+    first_input: NotRequired[str]
+    index: NotRequired[int]
+    primitive: NotRequired[str]
+    at: NotRequired[str]
+    team: NotRequired[str]
+    by: NotRequired[str]
+    error_ulps: NotRequired[float | None]
+    change: NotRequired[str]
+    also: NotRequired[bool]
+    call: NotRequired[int]
+    why: NotRequired[str]
 
 
 class ComparedBy(TypedDict):

@@ -7,36 +7,37 @@ tested; or ``not bisected: <why>``. Used by report.md."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+
+from optax_gate.gate.base import model
 
 #: Commits of a range named one by one in a line; a longer range is named by its two ends
 #: (the report.json entry lists them all).
 NAMED = 5
 
 
-def _date(commit: dict[str, Any]) -> str:
+def _date(commit: model.BisectCommit) -> str:
     return str(commit.get("date", ""))[:10]
 
 
-def _subject(c: dict[str, Any]) -> str:
+def _subject(c: model.BisectCommit) -> str:
     """The subject without its trailing ``(#N)`` (the PR is named after it)."""
     subject = str(c.get("subject", ""))
     return re.sub(rf"\s*\(#{c['pr']}\)\s*$", "", subject) if c.get("pr") else subject
 
 
-def _md_commit(c: dict[str, Any]) -> str:
+def _md_commit(c: model.BisectCommit) -> str:
     pr = f"[#{c['pr']}]({c['pr_url']}), " if c.get("pr") else ""
     subject = _subject(c).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
     return f"[`{c['short']}`]({c['url']}) {subject} ({pr}{_date(c)})"
 
 
-def _text_commit(c: dict[str, Any]) -> str:
+def _text_commit(c: model.BisectCommit) -> str:
     pr = f"#{c['pr']}, " if c.get("pr") else ""
     return f"{c['short']} {_subject(c)} ({pr}{_date(c)})"
 
 
-def _suspects(entry: dict[str, Any], one: Callable[[dict[str, Any]], str]) -> str:
+def _suspects(entry: model.FindingBisect, one: Callable[[model.BisectCommit], str]) -> str:
     """A range's commits that touch the APIs' source files (``optax_gate.gate.bisect.flow.suspects``), the likely
     ones."""
     if "suspects" not in entry:
@@ -49,7 +50,7 @@ def _suspects(entry: dict[str, Any], one: Callable[[dict[str, Any]], str]) -> st
     return f", most likely the {len(entry['suspects'])} touching the APIs' source ({where}): {named}; the range runs"
 
 
-def words(entry: dict[str, Any], markdown: bool = False) -> str:
+def words(entry: model.FindingBisect, markdown: bool = False) -> str:
     """One bisection entry in words (Markdown links with ``markdown``)."""
     one = _md_commit if markdown else _text_commit
     package = f"{entry['package']} " if entry.get("package") else ""
@@ -72,12 +73,12 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
     return f"not bisected{f' ({package.strip()})' if package else ''}: {entry.get('reason', '')}"
 
 
-def markdown_lines(finding: Mapping[str, Any]) -> list[str]:
+def markdown_lines(finding: model.Finding) -> list[str]:
     """The lines under a finding in report.md (none without a bisection)."""
     return [f"   - {words(entry, markdown=True)}" for entry in finding.get("bisect") or []]
 
 
-def summary_line(report: Mapping[str, Any]) -> str:
+def summary_line(report: model.Report) -> str:
     """One line on the bisection as a whole ("" without one)."""
     b = report.get("bisect")
     if not b:

@@ -15,6 +15,7 @@ from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
 from optax_gate.gate.report import upstream_section, your_code_line
+from optax_gate.gate.report.table_cell import cell
 from optax_gate.gate.team_code import scope
 
 #: The report's own tags kept as they are (everything else is escaped).
@@ -167,11 +168,7 @@ def finding_html(page: report_markdown.Page, finding: model.Finding, rows: Mappi
     for m, cid in enumerate(finding["contracts"], 1):
         r = rows.get(cid)
         if r is not None:
-            table.append(
-                f'| <a id="f{k}-{m}"></a>`{report_markdown.cell(cid)}` | '
-                + " | ".join(report_markdown.row_cells(r))
-                + " |"
-            )
+            table.append(f'| <a id="f{k}-{m}"></a>`{cell(cid)}` | ' + " | ".join(report_markdown.row_cells(r)) + " |")
     body.append(markdown_html(table, "rows"))
     return f'<details class="finding" id="f{k}"><summary>{head}</summary>\n' + "\n".join(body) + "\n</details>"
 
@@ -238,10 +235,7 @@ def render(report: model.Report) -> str:
     differing = [r for r in report["contracts"] if r["change"] not in ("unchanged",) and r["id"] not in page.anchor]
     if differing:  # rows in no finding (none today: kept so that no row is ever missing)
         table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
-        table += [
-            f"| `{report_markdown.cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |"
-            for r in differing
-        ]
+        table += [f"| `{cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |" for r in differing]
         out.append(_folded(f"Rows in no finding ({len(differing)})", table))
     for heading, body in _split(sections["unchanged"](page)) if page.judged else []:
         out.append(_folded(heading, [b for b in body if not b.startswith(("<details>", "</details>"))]))

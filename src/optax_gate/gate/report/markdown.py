@@ -17,6 +17,7 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report import surface_section as report_surface
 from optax_gate.gate.report import team_run_section as report_team_run
 from optax_gate.gate.report import upstream_section, your_code_line
+from optax_gate.gate.report.table_cell import cell
 from optax_gate.gate.run import evidence
 from optax_gate.gate.team_code import scope
 from optax_gate.kit import guides
@@ -36,11 +37,6 @@ _HEADINGS = {
     "new": "New: run only in the candidate",
     "gone": "Gone: did not run in the candidate",
 }
-
-
-def cell(text: Any) -> str:
-    """``text`` as one cell of a Markdown table row (``—`` for None): a ``|`` escaped, a line break a space."""
-    return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
 def _versions(report: model.Report) -> list[str]:

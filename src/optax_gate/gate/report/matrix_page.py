@@ -14,6 +14,7 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix.plan import WORST
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report.markdown import VERSION_KEYS
+from optax_gate.gate.report.table_cell import cell
 from optax_gate.gate.speed import readings
 from optax_gate.gate.upstream import failures
 
@@ -28,10 +29,6 @@ COLOURS = {  # change -> background; readable on white, distinct for common colo
 VERDICT_COLOURS = {"pass": "#1a9850", "fail": "#d7301f", "not-verified": "#7b3294"}
 NOT_RUN = "#d9d9d9"
 COUNTED = ("broken", "changed", "fixed", "new", "gone")
-
-
-def _cell(text: Any) -> str:
-    return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
 def counts_text(counts: dict[str, int]) -> str:
@@ -126,7 +123,7 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
     for e in rows:
         up = e["upstream_tests"]
         if up["status"] != "ran":
-            out.append(f"- `{e['name']}`: could not run: {_cell(up['error'])} (not verified)")
+            out.append(f"- `{e['name']}`: could not run: {cell(up['error'])} (not verified)")
             continue
         out.append(
             f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); "
@@ -139,7 +136,7 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
                 f"({kinds}), {d['seconds']:.0f} s"
             )
         for f in up["findings"][:UPSTREAM_FINDINGS_SHOWN]:
-            out.append(f"  - **{f['change']}** {_cell(f['text'])}")
+            out.append(f"  - **{f['change']}** {cell(f['text'])}")
         if len(up["findings"]) > UPSTREAM_FINDINGS_SHOWN:
             out.append(f"  - … and {len(up['findings']) - UPSTREAM_FINDINGS_SHOWN} more (report.json)")
     return out
@@ -163,7 +160,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     if report.get("exit"):  # issue 17: what a scheduled job's exit status says (``matrix.exit_status``)
         out += [
             f"**Exit status {report['exit']['status']}**: "
-            f"{_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.",
+            f"{cell(matrix.exit_words(report['exit']).partition(': ')[2])}.",
             "",
         ]
     out += ["| environment | verdict | broken | changed | fixed | gone | reason |", "|---|---|---|---|---|---|---|"]
@@ -172,7 +169,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         mark = f" **{unreleased_words(e)}**" if e.get("unreleased") else ""
         out.append(
             f"| `{e['name']}`{mark} ({' '.join(e['specs'])}) | **{e['verdict']}** | {s['broken']} | {s['changed']} | "
-            f"{s['fixed']} | {s['gone']} | {_cell('; '.join(e['reasons']))} |"
+            f"{s['fixed']} | {s['gone']} | {cell('; '.join(e['reasons']))} |"
         )
     out += [
         "",
@@ -192,19 +189,19 @@ def markdown(report: Mapping[str, Any]) -> str:
         cells = []
         for e in envs:
             if e not in ran:
-                cells.append(f"not run: {_cell(_reason(e))}" if i == 0 else "″")
+                cells.append(f"not run: {cell(_reason(e))}" if i == 0 else "″")
             else:
                 counts = a["cells"][e["name"]]
                 text = counts_text(counts)
                 cells.append(f"**{text}**" if counts["broken"] or counts["gone"] else text)
         out.append(f"| `{a['api']}` ({a['contracts']}) | " + " | ".join(cells) + " |")
     if any(e.get("speed") for e in envs):  # issue 12: one speed row, a cell per environment
-        cells = [_cell(report_speed.matrix_cell(e.get("speed"))) if e in ran else "not run" for e in envs]
+        cells = [cell(report_speed.matrix_cell(e.get("speed"))) if e in ran else "not run" for e in envs]
         out.append("| speed (3 training steps) | " + " | ".join(cells) + " |")
     for kind in matrix_beyond_rows(envs):  # issue 10: one row per section beyond the contracts
-        out.append(f"| {BEYOND_TITLES[kind]} | " + " | ".join(_cell(beyond_cell(e, kind)[1]) for e in envs) + " |")
+        out.append(f"| {BEYOND_TITLES[kind]} | " + " | ".join(cell(beyond_cell(e, kind)[1]) for e in envs) + " |")
     if any(e.get("upstream_tests") for e in envs):  # issue 27: optax's own tests, cross-run (section below)
-        out.append("| upstream tests (cross-run) | " + " | ".join(_cell(upstream_cell(e)[1]) for e in envs) + " |")
+        out.append("| upstream tests (cross-run) | " + " | ".join(cell(upstream_cell(e)[1]) for e in envs) + " |")
     differing = [c for c in report["contracts"] if c.get("differs")]
     out += ["", f"## Contracts that differ somewhere ({len(differing)} of {len(report['contracts'])})", ""]
     if differing and ran:

@@ -20,6 +20,7 @@ from typing import Any
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import your_code_line
+from optax_gate.gate.report.table_cell import cell
 from optax_gate.gate.run import warnings_diff
 
 FOLD = 15
@@ -28,10 +29,6 @@ FOLD = 15
 MARKDOWN_ROWS = 20
 _ORDER = ("broken", "cannot-tell", "changed", "new", "noted")
 _TITLES = {"surface": "API surface", "warnings": "Warnings", "dependencies": "Dependencies"}
-
-
-def _cell(text: Any) -> str:
-    return str(text if text not in (None, "") else "—").replace("|", "\\|").replace("\n", " ")
 
 
 def _counts(section: dict[str, Any]) -> str:
@@ -51,7 +48,10 @@ def headline(report: Mapping[str, Any]) -> list[str]:
 
 def _table(header: list[str], rows: list[list[str]], fold_label: str, limit: int | None = None) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in (rows if limit is None else rows[:limit])]
+    lines += [
+        "| " + " | ".join(cell(c, missing=(None, "")) for c in r) + " |"
+        for r in (rows if limit is None else rows[:limit])
+    ]
     if limit is not None and len(rows) > limit:
         lines += [
             "",
@@ -200,7 +200,7 @@ def markdown(report: Mapping[str, Any], limit: int | None = None) -> list[str]:
             continue
         out += [f"## {title} ({_counts(section)})", ""]
         if section.get("status") != "compared":
-            out += [f"Not compared: {_cell(section.get('reason'))}.", ""]
+            out += [f"Not compared: {cell(section.get('reason'), missing=(None, ''))}.", ""]
             if key != "dependencies":
                 continue
         elif section.get("reason"):

@@ -4,7 +4,10 @@ frames, and the files its runs wrote."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+
+from optax_gate.gate.base import model
+from optax_gate.gate.report.table_cell import cell
 
 #: Lines of a failing run's output shown in report.md.
 TAIL_LINES = 15
@@ -29,7 +32,7 @@ def _without_recorder(text: str) -> tuple[list[str], int]:
     return out, dropped
 
 
-def output_tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
+def output_tail(runs: Sequence[model.CommandRun], lines: int = TAIL_LINES) -> list[str]:
     """The end of a run's output, folded (the whole log is in the run folder's
     evidence), without the recorder's frames."""
     if not runs or not runs[0].get("tail", "").strip():
@@ -53,7 +56,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(f"`{cell(f)}`" for f in names)
 
 
-def wrote_words(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+def wrote_words(team: model.TeamRun, wrote: model.Wrote, runs: Sequence[model.CommandRun]) -> str:
     """The paragraph on the files the runs wrote in the team's folder: put
     back after each run (``kept``: where each run's outputs are), or, in a
     report written before 2026-12-02 (no ``kept``), left as the last run wrote them."""
@@ -85,8 +88,3 @@ def wrote_words(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str
         f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are "
         f"as they were.{where}"
     )
-
-
-def cell(text: Any) -> str:
-    """``text`` as one cell of a Markdown table row: a ``|`` escaped, a line break a space."""
-    return str(text).replace("|", "\\|").replace("\n", " ")

@@ -13,20 +13,18 @@ runs' exit statuses and times. A run that could not be verified says why.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from optax_gate.gate.base import plain_text
+from optax_gate.gate.base import model, plain_text
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import team_run_output
-from optax_gate.gate.report.team_run_output import cell
+from optax_gate.gate.report.table_cell import cell
 from optax_gate.gate.team_run import birth_words, judging
 
 #: Changes listed per affected line.
 SHOWN = 4
 
 
-def _commits(finding: dict[str, Any]) -> str:
+def _commits(finding: model.Finding) -> str:
     """The upstream commit(s) ``--bisect`` found for a finding (``, changed by optax 7a58a58f ...``; a
     range by its size, its commits under the finding), or "" without a bisection."""
     out = []
@@ -68,7 +66,7 @@ def _leading(cause: str, seen: str) -> str:
     )
 
 
-def finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "") -> str:
+def finding_words(report: model.Report, numbers: list[int], seen: str = "") -> str:
     """The findings that explain a line of the team's run (``seen``: what the
     line shows), each its cause cut to 160 characters, leading with the part
     that speaks of what the line shows (:func:`_leading`)."""
@@ -83,7 +81,7 @@ def finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "")
     return "; ".join(words) + more
 
 
-def _witness(team: dict[str, Any]) -> list[str]:
+def _witness(team: model.TeamRun) -> list[str]:
     """The second witness in words (the run's own outputs, compared without
     the recorder): what was compared, and the first output that differs."""
     seen = team.get("witness")
@@ -121,7 +119,7 @@ def _left_out(names: list[str] | None) -> str:
     return (": " + ", ".join(f"`{cell(n)}`" for n in names[:3]) + (" …" if len(names) > 3 else "")) if names else ""
 
 
-def noise_words(team: Mapping[str, Any]) -> str:
+def noise_words(team: model.TeamRun) -> str:
     """How the run was judged against its own rounding noise (``team_run.ensemble``), in words; "" when the candidate
     was bit for bit the baseline (no ensemble was needed) or the report predates it."""
     noise = team.get("ensemble")
@@ -135,9 +133,9 @@ def noise_words(team: Mapping[str, Any]) -> str:
         + ")"
     )
     moved = f"the perturbation moved the values of {noise['reached']} of {noise['calls']} recorded calls"
-    within = team.get("within_budget") or {}
-    output = ((team.get("witness") or {}).get("output") or {}).get("noise_ratio")
-    ratios = [r for r in (within.get("noise_ratio"), output) if r is not None]
+    within, witness = team.get("within_budget"), team.get("witness")
+    output = witness["output"].get("noise_ratio") if witness else None
+    ratios = [r for r in (within.get("noise_ratio") if within else None, output) if r is not None]
     if team.get("outcome") == "same":
         largest = (
             f"largest deviation {max(ratios):.2g}x the spread of {runs}"
@@ -159,19 +157,17 @@ def noise_words(team: Mapping[str, Any]) -> str:
     )
 
 
-def alone_words(team: Mapping[str, Any]) -> str:
+def alone_words(team: model.TeamRun) -> str:
     """What the Optax calls run alone on the baseline's own inputs gave (``team_run.isolated``), in words; "" when
     none was run alone (the report predates it, or no step's first call made an Optax call the recorder could run
     alone)."""
-    alone = team.get("isolated") or {}
-    calls, differ = alone.get("calls") or 0, alone.get("differ") or []
-    skipped = sum((alone.get("skipped") or {}).values())
+    alone = team.get("isolated")
+    calls, differ, why = (alone["calls"], alone["differ"], alone["skipped"]) if alone else (0, [], {})
+    skipped = sum(why.values())
     if not calls and not skipped:
         return ""
     not_run = (
-        f" ({skipped} not run alone: "
-        + "; ".join(f"{n} {why}" for why, n in list((alone.get("skipped") or {}).items())[:2])
-        + ")"
+        f" ({skipped} not run alone: " + "; ".join(f"{n} {reason}" for reason, n in list(why.items())[:2]) + ")"
         if skipped
         else ""
     )
@@ -190,7 +186,7 @@ def alone_words(team: Mapping[str, Any]) -> str:
     )
 
 
-def warned_lines(team: Mapping[str, Any]) -> list[str]:
+def warned_lines(team: model.TeamRun) -> list[str]:
     """The calls of the team's whose only difference is a warning that appears or disappears, each at its line,
     with what to do (they do not set the verdict: ``team_run.warned``)."""
     out = []
@@ -208,7 +204,7 @@ def warned_lines(team: Mapping[str, Any]) -> list[str]:
     )
 
 
-def memory_lines(team: Mapping[str, Any]) -> list[str]:
+def memory_lines(team: model.TeamRun) -> list[str]:
     """The compiled memory of the team's steps (``team_run.memory``): each figure that grew (it sets the verdict)
     or shrank beyond the tolerance, at its line; when every step is within it, each step's figures."""
     from optax_gate.gate.team_run import memory
@@ -241,9 +237,10 @@ def memory_lines(team: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _not_judged(team: Mapping[str, Any]) -> str:
+def _not_judged(team: model.TeamRun) -> str:
     """The files the runs wrote that differ by their bytes in a format the gate does not read as values."""
-    names = ((team.get("witness") or {}).get("files") or {}).get("not_judged") or []
+    witness = team.get("witness")
+    names = (witness["files"].get("not_judged") or []) if witness else []
     if not names:
         return ""
     shown = ", ".join(f"`{cell(n)}`" for n in names[:SHOWN]) + (
@@ -255,7 +252,7 @@ def _not_judged(team: Mapping[str, Any]) -> str:
     )
 
 
-def _how_compared(team: dict[str, Any]) -> str:
+def _how_compared(team: model.TeamRun) -> str:
     """How the run's calls were compared, counted: by value (at which lines), by structure only, not at all, and why."""
     by = team.get("compared_by")
     if by is None:  # a report written before the calls were counted by how they were compared
@@ -268,17 +265,17 @@ def _how_compared(team: dict[str, Any]) -> str:
     from optax_gate.gate.team_run import divergence
 
     why = by.get("why") or {}
-    for kind, label, keys in (
-        ("structure", "by structure only", ("built", "traced", "traced-unrecorded")),
-        ("none", "not at all", ("record-error", "one-side")),
+    for count, label, keys in (
+        (by.get("structure"), "by structure only", ("built", "traced", "traced-unrecorded")),
+        (by.get("none"), "not at all", ("record-error", "one-side")),
     ):
-        if by.get(kind):
+        if count:
             reasons = "; ".join(f"{why[k]}: {divergence.WHY[k]}" for k in keys if why.get(k))
-            text += f", {by[kind]} {label}" + (f" ({reasons})" if reasons else "")
+            text += f", {count} {label}" + (f" ({reasons})" if reasons else "")
     return text
 
 
-def bits(team: dict[str, Any]) -> str:
+def bits(team: model.TeamRun) -> str:
     """Whether the compared results are bit for bit the same: a team that
     checks golden digests of its params wants to know (a float32 Adam run
     whose params move by up to 96 ULP per element under a new JAX does not
@@ -326,15 +323,16 @@ def bits(team: dict[str, Any]) -> str:
     return out
 
 
-def _beyond(team: dict[str, Any]) -> str:
+def _beyond(team: model.TeamRun) -> str:
     """What a value of the run is judged against, in words: its own rounding noise (the ensemble was used) or the ULP
     budget."""
-    if (team.get("ensemble") or {}).get("used"):
+    ensemble = team.get("ensemble")
+    if ensemble and ensemble["used"]:
         return "your run's own rounding noise (below)"
     return "the ULP budget"
 
 
-def section(report: Mapping[str, Any]) -> list[str]:
+def section(report: model.Report) -> list[str]:
     """Markdown lines of the "Your code" section; empty without ``--run``."""
     team = report.get("team_run")
     if not team:
@@ -381,7 +379,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
             "",
         ]
     if outcome == "same":
-        noise = bool((team.get("ensemble") or {}).get("used"))  # judged against the run's own rounding noise
+        noise = bool(team.get("ensemble", {}).get("used"))  # judged against the run's own rounding noise
         return [
             *out,
             "",

@@ -8,7 +8,7 @@ from typing import Any
 from optax_gate.gate.team_run import divergence
 
 
-def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
+def born_words(row: Mapping[str, Any], optax_first: bool = False) -> str:
     """Where one replayed function's difference is born, in words a team reads (``birth.birth``'s row);
     ``optax_first``: an Optax call of the team's own, outside the functions it transformed, was found where the
     difference is born (:func:`eager_births`), so inputs that already differ come from there."""
@@ -91,7 +91,7 @@ def eager_births(team_run: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def born_short(row: dict[str, Any]) -> str:
+def born_short(row: Mapping[str, Any]) -> str:
     """Where one difference is born, in a few words for the verdict's reason ("Your code" says :func:`born_words`)."""
     mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "operation":

@@ -8,6 +8,7 @@ set the verdict.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +86,13 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
 NAMES = {"argument_bytes": "argument bytes", "output_bytes": "output bytes", "temp_bytes": "temporary bytes"}
 
 
-def words(row: dict[str, Any]) -> str:
+def words(row: Mapping[str, Any]) -> str:
     """``train.py:42 jax.jit(train_step): temporary bytes 852,032 -> 1,262,232 (x1.48)``."""
     ratio = f"x{row['ratio']:.3g}" if row["ratio"] is not None else "from none"
     return f"{row['site']} {row['step']}: {NAMES[row['figure']]} {row['baseline']:,} -> {row['candidate']:,} ({ratio})"
 
 
-def figures_words(row: dict[str, Any]) -> str:
+def figures_words(row: Mapping[str, Any]) -> str:
     """A measured step's baseline figures: ``train.py:42 jax.jit(train_step) needs 11,284 argument, 7,056 output
     and 16,708 temporary bytes``."""
     b = row["baseline"]
