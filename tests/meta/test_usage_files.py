@@ -143,7 +143,7 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path:
     assert incompatible_not_broken and set(incompatible_not_broken.values()) == {
         "cannot-tell"
     }  # loop.py etc. may use anything
-    report = {"usage": scan.to_json(), "surface": section}
+    report: Any = {"usage": scan.to_json(), "surface": section}
     text = "\n".join(surface_section.markdown(report))
     for path, reason in EXPECTED.items():
         assert f"| `{path}` | {reason} |" in text

@@ -14,9 +14,9 @@ sections (schema 1, or a gate that crashed) renders nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Literal
 
+from optax_gate.gate.base import model
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import your_code_line
@@ -27,21 +27,37 @@ FOLD = 15
 #: Rows of one table report.md shows (the first ones: broken first); every row
 #: is in report.html and report.json.
 MARKDOWN_ROWS = 20
-_ORDER = ("broken", "cannot-tell", "changed", "new", "noted")
-_TITLES = {"surface": "API surface", "warnings": "Warnings", "dependencies": "Dependencies"}
+_ORDER: tuple[Literal["broken", "cannot-tell", "changed", "new", "noted"], ...] = (
+    "broken",
+    "cannot-tell",
+    "changed",
+    "new",
+    "noted",
+)
+#: One of the three sections beyond the contracts.
+Section = model.Surface | model.Warnings | model.Dependencies
 
 
-def _counts(section: dict[str, Any]) -> str:
-    c = section.get("counts") or {}
-    return ", ".join(f"{c[k]} {k}" for k in _ORDER if c.get(k)) or "no differences"
+def _counts(section: Section) -> str:
+    c = section.get("counts")
+    return ", ".join(f"{c[k]} {k}" for k in _ORDER if c and c.get(k)) or "no differences"
 
 
-def headline(report: Mapping[str, Any]) -> list[str]:
+def _sections(report: model.Report) -> list[tuple[str, Section]]:
+    """The sections the report holds, with their titles, in report order."""
+    found: list[tuple[str, Section | None]] = [
+        ("API surface", report.get("surface")),
+        ("Warnings", report.get("warnings")),
+        ("Dependencies", report.get("dependencies")),
+    ]
+    return [(title, section) for title, section in found if isinstance(section, dict)]
+
+
+def headline(report: model.Report) -> list[str]:
     """One line: the counts of each section (empty for a report without them)."""
     parts = [
-        f"{title}: {_counts(report[key]) if report[key].get('status') == 'compared' else 'not compared'}"
-        for key, title in _TITLES.items()
-        if isinstance(report.get(key), dict)
+        f"{title}: {_counts(section) if section.get('status') == 'compared' else 'not compared'}"
+        for title, section in _sections(report)
     ]
     return [f"Beyond the contracts — {'; '.join(parts)}.", ""] if parts else []
 
@@ -62,7 +78,7 @@ def _table(header: list[str], rows: list[list[str]], fold_label: str, limit: int
     return [*lines, ""]
 
 
-def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[str]:
+def usage_lines(usage: model.Usage | None, limit: int | None = None) -> list[str]:
     """The ``--usage`` scan: files scanned of those found, and each file not
     scanned with its reason (empty without ``--usage``)."""
     if not usage:
@@ -87,7 +103,7 @@ def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[
     return out
 
 
-def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int | None = None) -> list[str]:
+def _surface(section: model.Surface, usage: model.Usage | None, limit: int | None = None) -> list[str]:
     out = []
     not_scanned = f"; {len(usage.get('not_scanned') or [])} not scanned" if usage and usage.get("not_scanned") else ""
     scope = (
@@ -125,7 +141,7 @@ def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int |
     return out
 
 
-def warnings_lines(section: dict[str, Any], limit: int | None = None) -> list[str]:
+def warnings_lines(section: model.Warnings, limit: int | None = None) -> list[str]:
     """The Warnings section's lines: each verdict's warnings, at most ``limit`` rows each (None: all)."""
     out = []
     if section.get("fail_on_new_deprecations"):
@@ -155,15 +171,14 @@ def warnings_lines(section: dict[str, Any], limit: int | None = None) -> list[st
     return out
 
 
-def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str]:
+def _dependencies(section: model.Dependencies, limit: int | None = None) -> list[str]:
     out = []
-    rp = section.get("requires_python") or {}
-    tags = section.get("jaxlib_tags") or {}
+    rp, tags = section.get("requires_python"), section.get("jaxlib_tags")
+    side: Literal["baseline", "candidate"]
     for side in ("baseline", "candidate"):
-        req = ", ".join(f"{k} `{v}`" for k, v in (rp.get(side) or {}).items()) or "unknown"
-        out.append(
-            f"- {side}: Requires-Python {req}; jaxlib wheel tags `{' '.join(tags.get(side) or []) or 'unknown'}`"
-        )
+        req = ", ".join(f"{k} `{v}`" for k, v in ((rp.get(side) if rp else None) or {}).items()) or "unknown"
+        wheels = " ".join((tags.get(side) if tags else None) or []) or "unknown"
+        out.append(f"- {side}: Requires-Python {req}; jaxlib wheel tags `{wheels}`")
     out.append("")
     rows = section["rows"]
     if rows:
@@ -184,28 +199,30 @@ def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str
     return out
 
 
-def markdown(report: Mapping[str, Any], limit: int | None = None) -> list[str]:
+def _opening(title: str, section: Section) -> list[str]:
+    """A section's heading with its counts, then why it was not compared, or its note."""
+    out = [f"## {title} ({_counts(section)})", ""]
+    if section.get("status") != "compared":
+        out += [f"Not compared: {cell(section.get('reason'), missing=(None, ''))}.", ""]
+    elif section.get("reason"):
+        out += [f"Note: {section['reason']}.", ""]
+    return out
+
+
+def markdown(report: model.Report, limit: int | None = None) -> list[str]:
     """The three sections as Markdown lines (empty for a report without them);
-    ``limit``: rows a table shows (None: all)."""
-    out: list[str] = []
-    render = {
-        "surface": lambda s: _surface(s, report.get("usage"), limit),
-        "warnings": lambda s: warnings_lines(s, limit),
-        "dependencies": lambda s: _dependencies(s, limit),
-    }
-    out += usage_lines(report.get("usage"), limit)
-    for key, title in _TITLES.items():
-        section = report.get(key)
-        if not isinstance(section, dict):
-            continue
-        out += [f"## {title} ({_counts(section)})", ""]
-        if section.get("status") != "compared":
-            out += [f"Not compared: {cell(section.get('reason'), missing=(None, ''))}.", ""]
-            if key != "dependencies":
-                continue
-        elif section.get("reason"):
-            out += [f"Note: {section['reason']}.", ""]
-        out += render[key](section)
+    ``limit``: rows a table shows (None: all). A section not compared shows why; its rows follow only for the
+    dependencies, whose Requires-Python and wheel tags are read apart from the comparison."""
+    out = usage_lines(report.get("usage"), limit)
+    surface, warnings, dependencies = report.get("surface"), report.get("warnings"), report.get("dependencies")
+    if isinstance(surface, dict):
+        out += _opening("API surface", surface)
+        out += _surface(surface, report.get("usage"), limit) if surface.get("status") == "compared" else []
+    if isinstance(warnings, dict):
+        out += _opening("Warnings", warnings)
+        out += warnings_lines(warnings, limit) if warnings.get("status") == "compared" else []
+    if isinstance(dependencies, dict):
+        out += _opening("Dependencies", dependencies) + _dependencies(dependencies, limit)
     return out
 
 
@@ -214,8 +231,7 @@ def _module_cell(module: str) -> str:
     return module if module == warnings_diff.CALLER else f"`{module}`"
 
 
-#: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).
-def finding_line(finding: Mapping[str, Any]) -> str:
+def finding_line(finding: model.Finding) -> str:
     """The Markdown line of a finding from :func:`optax_gate.gate.diffs.unseen.broken_findings`, numbered."""
     names, section = unseen.BEYOND[finding["section"]]
     k, change = finding["number"], finding.get("change", "broken")
