@@ -5,9 +5,7 @@ generated for, with the reason (``test_surface_sweep.py::test_known``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from optax_gate.gate.base import model
 from optax_gate.gate.judge.findings import GENERATION_FAILED
 from optax_gate.kit.surface.generated import GUIDE
 
@@ -19,7 +17,7 @@ def _names(apis: list[str]) -> str:
     return shown + (f" and {len(apis) - SHOWN} more" if len(apis) > SHOWN else "")
 
 
-def lines(report: Mapping[str, Any]) -> list[str]:
+def lines(report: model.Report) -> list[str]:
     """One bullet, or none when no contract was generated and none refused."""
     rows = report.get("contracts") or []
     refused: dict[str, str] = {}

@@ -4,8 +4,7 @@ How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from optax_gate.gate.base import details, model, plain_text
 from optax_gate.gate.install import source_specs
@@ -256,7 +255,7 @@ def _versions_section(page: Page) -> list[str]:
     return out
 
 
-def _selection_lines(chosen: Mapping[str, Any]) -> list[str]:
+def _selection_lines(chosen: model.Selection) -> list[str]:
     """Per contract module, whether the candidate ran it (and which changed function it executes) or took the baseline's
     outcomes."""
     if chosen.get("everything"):

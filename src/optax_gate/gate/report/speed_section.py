@@ -14,9 +14,7 @@ side. Without matplotlib the section says the plot is missing and why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from optax_gate.gate.base import model
 from optax_gate.gate.speed import readings
@@ -34,7 +32,7 @@ def _side(stats: model.Timing, metric: str) -> str:
     return f"{_seconds(stats['median'], metric)} ({_seconds(stats['low'], metric)}–{_seconds(stats['high'], metric)})"
 
 
-def section(report: Mapping[str, Any]) -> list[str]:
+def section(report: model.Report) -> list[str]:
     """Markdown lines of the Speed section; none when the report has no speed result."""
     result: model.Speed | None = report.get("speed")
     if not result:

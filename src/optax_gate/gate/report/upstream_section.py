@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.upstream.failures import INFRA, KIND_WORDS, OTHERS
 
 
-def finding_line(finding: Mapping[str, Any]) -> str:
+def finding_line(finding: model.Finding) -> str:
     """The Markdown line of a cross-run finding, numbered."""
     return (
         f"{finding['number']}. **{finding['change']}** {finding['text']} (every one of its upstream tests is in "
@@ -18,7 +16,7 @@ def finding_line(finding: Mapping[str, Any]) -> str:
     )
 
 
-def _control_words(control: dict[str, Any] | None) -> str:
+def _control_words(control: model.UpstreamControl | None) -> str:
     if not control or not (control["tests"] or control["files"]):
         return ""
     return (
@@ -28,7 +26,7 @@ def _control_words(control: dict[str, Any] | None) -> str:
     )
 
 
-def _split_words(split: dict[str, Any] | None) -> str:
+def _split_words(split: model.UpstreamSplit | None) -> str:
     if not split or not split["tests"]:
         return ""
     return (
@@ -37,7 +35,7 @@ def _split_words(split: dict[str, Any] | None) -> str:
     )
 
 
-def markdown(report: Mapping[str, Any]) -> list[str]:
+def markdown(report: model.Report) -> list[str]:
     """The report's "Upstream tests, cross-run" section (nothing without ``--upstream-tests``):
     per direction the counts and time, the overlay, the failures that could not be told and those
     that move with the other packages, not with optax."""

@@ -3,13 +3,11 @@ run says there."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from optax_gate.gate.base import model
 from optax_gate.gate.team_code import attribution, call_sites
 
 
-def _run_words(said: dict[str, Any]) -> str:
+def _run_words(said: model.LineRun) -> str:
     """What the team's run says of a finding's site (``judging._point_sites``): it diverges there for
     another finding's cause, calls Optax there and computes the same, calls it with inputs that already differ, or does
     not reach the line."""
@@ -37,7 +35,7 @@ def _run_words(said: dict[str, Any]) -> str:
     return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
 
 
-def attributed_lines(item: Mapping[str, Any], shown: int | None = call_sites.SHOWN) -> str:
+def attributed_lines(item: model.Finding, shown: int | None = call_sites.SHOWN) -> str:
     """Markdown after a finding's line: what a recipe changes for a program that does what it does
     (once), then each line of the team's code with what its arguments say (affected lines first, then
     cannot tell, then not affected); ``shown``: at most that many lines (None: all, report.html)."""
@@ -56,7 +54,7 @@ def attributed_lines(item: Mapping[str, Any], shown: int | None = call_sites.SHO
     return f" — **your code**{recipe}: " + "; ".join(parts) + more
 
 
-def suffix(item: Mapping[str, Any], shown: int | None = call_sites.SHOWN) -> str:
+def suffix(item: model.Finding, shown: int | None = call_sites.SHOWN) -> str:
     """Markdown to append to a finding's line: ``; your code: a.py:3, b.py:9``
     and the files not scanned that may use its APIs (empty without ``--usage``);
     ``shown``: at most that many lines (None: every one, report.html)."""
