@@ -181,7 +181,7 @@ def tests(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools
     # lock's pins (the environments the gate judges are built from the lock files alone, without them).
-    # (datamodel-codegen, for tests/meta/test_model.py, is taken from .noxw/venv: its dependencies bring pytest
+    # (datamodel-codegen, for tests/meta/report/test_model.py, is taken from .noxw/venv: its dependencies bring pytest
     # plugins this suite does not declare)
     session.install("-c", "requirements-tools.txt", "-c", LOCK, *LINT_TOOLS)
     _install_project(session)
@@ -453,7 +453,7 @@ def report_model(session: nox.Session) -> None:
     """Regenerate the report's TypedDicts (gate/base/model.py) from report.schema.json (review with git diff).
 
     The schema is the one source of the report's shape; ``tests`` fails while the
-    committed model is not what the schema generates (``tests/meta/test_model.py``). The generator
+    committed model is not what the schema generates (``tests/meta/report/test_model.py``). The generator
     is the one ``./noxw`` installed into ``.noxw/venv`` (``requirements-tools.txt``): no environment is built."""
     session.run(sys.executable, "-m", "optax_gate.gate.report.schema_model", env={"PYTHONPATH": "src"})
 

@@ -212,7 +212,7 @@ def render(envs: list[tuple[str, list[list[str]], dict[str, str]]]) -> str:
         "collected in each environment (their `contract` marker's API) and Optax's live surface there",
         "(`optax_gate.kit.surface.enumeration`; aliases of one object on one row). A class is a family of inputs",
         "the contracts cross; an API no class reaches is called by no contract (`—`). Back to the",
-        "[contracts catalogue](contracts.md). `tests/meta/test_api_reach.py` checks the first column against the",
+        "[contracts catalogue](contracts.md). `tests/meta/kit/test_api_reach.py` checks the first column against the",
         "contracts collected in the tests' environment (the pinned baseline).",
         "",
         "| class | what it crosses |",

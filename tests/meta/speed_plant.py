@@ -1,5 +1,5 @@
 """A planted slowdown for the speed drift check (a mutant-like patch, used only
-by ``tests/meta/test_speed.py``): ``python -m tests.meta.speed_plant --serve``
+by ``tests/meta/releases/test_speed.py``): ``python -m tests.meta.speed_plant --serve``
 runs ``optax_gate.kit.environment.speed`` with ``optax.apply_updates`` patched to sleep
 ``OPTAX_GATE_SPEED_PLANT`` (``sleep_ms:N``, default 2) milliseconds per call
 inside the compiled step (``jax.debug.callback``, which XLA never removes).

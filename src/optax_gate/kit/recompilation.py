@@ -4,7 +4,7 @@ recompile" (JAX's public ``jax.monitoring`` events, no private cache API).
 JAX records ``BACKEND_COMPILE`` around its compile-or-fetch step, so a program
 served from the persistent compilation cache (``optax_gate.gate.
 compilation_cache``) counts too, and "does not recompile" keeps its meaning
-with the cache on (``tests/meta/test_compilation_cache.py`` shows it)."""
+with the cache on (``tests/meta/gate/test_compilation_cache.py`` shows it)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The tolerance policy of the suite, per dtype, with the reason: the budgets below and their reasons are in
-``docs/tolerances.md`` (one place; ``tests/meta/test_tolerances.py`` holds it to these constants)."""
+``docs/tolerances.md`` (one place; ``tests/meta/kit/test_tolerances.py`` holds it to these constants)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A team's training script (fake; scanned, never run, by tests/meta/test_usage.py)."""
+"""A team's training script (fake; scanned, never run, by tests/meta/team_code/test_usage.py)."""
 import optax as ox
 from optax import losses
 

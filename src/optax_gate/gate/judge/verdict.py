@@ -1,4 +1,4 @@
-"""The report's verdict and its reasons: the one module that sets them (``tests/meta/test_stages.py`` checks).
+"""The report's verdict and its reasons: the one module that sets them (``tests/meta/project/test_stages.py`` checks).
 
 A verdict is ``pass``, ``fail`` or ``not-verified``, in that order of weight. The contracts give the
 first one (:func:`of_contracts`). A later analysis may only make it heavier (:func:`at_least`: a broken

@@ -41,7 +41,7 @@ ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 #: Files of the package that decide a contract's outcome (relative to the
 #: project root): the kit and the plugin run inside the environment; these gate
 #: modules choose pytest's arguments, plugins and device flags and parse its
-#: report log (``tests/meta/test_results_cache.py`` checks that every gate
+#: report log (``tests/meta/gate/test_results_cache.py`` checks that every gate
 #: module the runner imports is here).
 RUN_MODULES = (
     "src/optax_gate/__init__.py",

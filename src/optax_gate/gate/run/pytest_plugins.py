@@ -25,7 +25,7 @@ DECLARED = (
 )
 
 #: The declared plugins' entry-point modules at the baseline lock, for the nox
-#: sessions (their environment is the lock; ``tests/meta/test_pytest_plugins.py``
+#: sessions (their environment is the lock; ``tests/meta/gate/test_pytest_plugins.py``
 #: checks this table against the installed entry points).
 AT_THE_LOCK: dict[str, tuple[str, ...]] = {
     "optax-gate": ("optax_gate.pytest_plugin",),

@@ -21,7 +21,7 @@ from typing import Any
 
 #: JAX versions whose caches this evicts completely: with each, the per-API records of the whole contract suite
 #: hold everything those made with ``jax.clear_caches()`` at every switch hold (docs/caches-and-devices.md;
-#: ``tests/meta/test_reach_plugin.py`` keeps the rule on a jitted Optax function two APIs share).
+#: ``tests/meta/gate/test_reach_plugin.py`` keeps the rule on a jitted Optax function two APIs share).
 CHECKED_JAX = ("0.11.2", "0.12.0.1")
 
 

@@ -15,7 +15,7 @@ BASELINE_OPTAX = "0.2.6"
 
 
 def known_defect(ident: str) -> str:
-    """A ledger id, written as a call so the ledger check (tests/meta/test_known_defects.py) finds it."""
+    """A ledger id, written as a call so the ledger check (tests/meta/kit/test_known_defects.py) finds it."""
     return ident
 
 

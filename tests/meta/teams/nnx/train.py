@@ -1,4 +1,4 @@
-"""A team in the idiom of Flax's NNX examples (tests/meta/test_recorder_nnx.py):
+"""A team in the idiom of Flax's NNX examples (tests/meta/team_run/test_recorder_nnx.py):
 an ``nnx.Module`` MLP (``nnx.Linear``, ``nnx.LayerNorm``, ``nnx.Dropout``,
 ``nnx.Rngs``), ``nnx.Optimizer`` over AdamW, and an ``nnx.jit`` train step
 using ``nnx.value_and_grad``; the batch is a TrainState-like dataclass

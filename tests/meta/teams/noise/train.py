@@ -1,4 +1,4 @@
-"""A team whose run carries rounding far (tests/meta/test_team_run.py): a
+"""A team whose run carries rounding far (tests/meta/team_run/test_team_run.py): a
 small tanh network fitted with Adam in a jitted step until its loss is near
 zero, the loss printed each step and the params saved; a 1-ULP change of one
 operation moves the late losses by much more than the ULP budget, as a new

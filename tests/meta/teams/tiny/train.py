@@ -1,4 +1,4 @@
-"""A tiny team (tests/meta/test_team_run.py): SGD on a quadratic, the
+"""A tiny team (tests/meta/team_run/test_team_run.py): SGD on a quadratic, the
 optimizer built eagerly and a jitted training step; an Optax loss inside it.
 
 python train.py STEPS [--out FILE.npy] [--random] [--eager]

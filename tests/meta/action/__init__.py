@@ -1,0 +1,1 @@
+"""Tests of the GitHub Action and its pull-request comment."""
