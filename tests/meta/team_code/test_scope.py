@@ -354,14 +354,14 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told() -> None:
     """A finding whose every line is "cannot tell" (Adam's None-gradient change for a float32 team calling
     ``adam``) says so where the verdict counts it, and how to decide; one with an affected line does not."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
-    cannot = {
+    cannot: Any = {
         "change": "changed",
         "number": 1,
         "contracts": ["x"],
         "changes": {"broken": 1, "fixed": 1},
         "your_code_attribution": told,
     }
-    affected = {
+    affected: Any = {
         "change": "broken",
         "number": 2,
         "contracts": ["y"],

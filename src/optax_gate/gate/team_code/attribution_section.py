@@ -3,16 +3,15 @@ the team's lines counted by verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from optax_gate.gate.base import model
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.team_code import attribution, composition, usage
 
 
-def summary(findings: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def summary(findings: Iterable[model.Finding]) -> dict[str, int]:
     """How many lines of the team's code are affected / cannot tell / not affected, over the findings."""
     out: dict[str, int] = {v: 0 for v in attribution.VERDICTS}
     for f in findings:

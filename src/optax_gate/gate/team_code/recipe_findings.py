@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.team_code import call_sites
 
 
-def recipe_words(finding: Mapping[str, Any], recipe: str) -> str:
+def recipe_words(finding: model.Finding, recipe: str) -> str:
     """What a training recipe's finding changes for a program that does what the recipe does, in the
     team's words (``call_sites.RECIPE_CONDITIONS``), said once per finding (``your_code_recipe``):
     ``if your run has a gradient leaf that is None where the params hold an array: the optimizer now
@@ -22,10 +21,11 @@ def recipe_words(finding: Mapping[str, Any], recipe: str) -> str:
 _RAISES = re.compile(r"\b((?:[A-Z]\w*)(?:Error|Exception))\b")
 
 
-def _now(finding: Mapping[str, Any]) -> str:
+def _now(finding: model.Finding) -> str:
     """What the candidate does in the recipe, from the finding's broken part: ``the update now raises
     ValueError`` or its cause in a few words."""
-    parts = [p for p in finding.get("parts") or [finding] if p.get("change") == "broken"] or [finding]
+    pieces: list[model.FindingPart | model.Finding] = [*finding.get("parts", [])] or [finding]
+    parts = [p for p in pieces if p.get("change") == "broken"] or [finding]
     cause = str(parts[0].get("cause") or "")
     m = _RAISES.match(cause) or (re.search(r"now raises (\w+)", cause))
     if m:

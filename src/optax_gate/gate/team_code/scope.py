@@ -62,7 +62,7 @@ def scope_findings(report: model.Report, decide: Callable[[model.Finding], tuple
             set_scope(f, *got)
 
 
-def broken_rows(finding: Mapping[str, Any]) -> int:
+def broken_rows(finding: model.Finding) -> int:
     """The broken contract rows of a finding: all of them for a ``broken``
     finding; for one that joins several changes of one cause
     (``causes.merge``, e.g. a known defect that now raises: ``changed``
@@ -72,7 +72,7 @@ def broken_rows(finding: Mapping[str, Any]) -> int:
     return len(finding.get("contracts") or []) if finding.get("change") == "broken" else 0
 
 
-def is_yours(finding: Mapping[str, Any]) -> bool:
+def is_yours(finding: model.Finding) -> bool:
     """Whether the finding is the team's (its scope ``yours``, the default)."""
     yours: bool = finding.get("scope", "yours") == "yours"  # annotated: the report's JSON values compare as a bool
     return yours
@@ -194,7 +194,7 @@ def scoped(report: model.Report, fail_on: str = "broken", by: str | None = None)
 
 
 def undecided(
-    finding: Mapping[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False
+    finding: model.Finding, by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False
 ) -> list[str]:
     """Why ``--usage`` alone cannot tell whether the team's code meets this
     finding, one phrase per reason; ``[]`` when it can (a line of the
@@ -225,7 +225,7 @@ def undecided(
     lines = [
         w
         for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed])
-        if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"
+        if (((a := attributed.get(w)) and a.get("verdict")) or "cannot-tell") == "cannot-tell"
     ]
     if lines:
         out.append("your lines: cannot tell without --run")
@@ -323,7 +323,7 @@ def _naming(found: list[model.Finding]) -> Callable[[str], str] | None:
 
 
 def where_counted(
-    counted: Sequence[Mapping[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None
+    counted: Sequence[model.Finding], by: str | None = "usage", unscanned: dict[str, str] | None = None
 ) -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
