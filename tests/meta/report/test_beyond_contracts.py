@@ -384,13 +384,13 @@ def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_w
         + _warnings(("UserWarning", "not a deprecation"), nodeid="c1"),
     )
     apis = {"c1": "optax.global_norm", "c2": "optax.second_order.hvp"}
-    report = {"warnings": {"rows": warnings_diff.diff(base, cand, apis)}}
+    report: Any = {"warnings": {"rows": warnings_diff.diff(base, cand, apis)}}
     (found,) = unseen.deprecation_finding(report)
     assert (found["change"], found["apis"]) == ("changed", ["optax.global_norm", "optax.second_order.hvp"])
     assert found["cause"].startswith("2 deprecation warnings new in the candidate")
     assert '`optax.global_norm`: "optax.global_norm is deprecated in favor of optax.tree.norm"' in found["cause"]
     assert "not a deprecation" not in found["cause"] and "old and gone" not in found["cause"]
-    strict = {"warnings": {"rows": warnings_diff.diff(base, cand, apis, fail_on_new_deprecations=True)}}
+    strict: Any = {"warnings": {"rows": warnings_diff.diff(base, cand, apis, fail_on_new_deprecations=True)}}
     assert unseen.deprecation_finding(strict) == [] and len(unseen.broken_findings(strict)) == 2
     found["number"] = 3
     line = surface_section.finding_line(found)

@@ -219,7 +219,7 @@ def test_a_compilation_cache_warning_is_never_the_candidates() -> None:
     apis = {"tests/contracts/test_losses.py::test_ntxent": "optax.ntxent"}
     rows = warnings_diff.diff(_folded(), _folded(OWN, "a real new warning"), apis)
     assert [r["message"] for r in rows] == ["a real new warning"]
-    report = {"contracts": [{"id": c, "api": a} for c, a in apis.items()]}
+    report: Any = {"contracts": [{"id": c, "api": a} for c, a in apis.items()]}
     section = unseen.warnings_section(
         report,
         {"status": "ran", "warnings": _folded()},

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -29,7 +28,7 @@ def site_packages(python: Path) -> Path | None:
     return found[0] if found else None
 
 
-def contracted_paths(report: Mapping[str, Any]) -> set[str]:
+def contracted_paths(report: model.Report) -> set[str]:
     """The public paths the contracts cover: each row's API, and each alias
     ``test_surface_sweep.py::test_known[<path>]`` checks (``optax.dpsgd`` is
     ``optax.contrib.dpsgd``: a change of its signature is as broken)."""
@@ -115,7 +114,7 @@ def surface_section(
 
 
 def warnings_section(
-    report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool
+    report: model.Report, baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool
 ) -> model.Warnings:
     """The ``warnings`` section: every warning, import-time ones included;
     only the import-time ones when the candidate's contracts did not run."""
@@ -246,7 +245,7 @@ def _beyond(
     return finding
 
 
-def broken_findings(report: Mapping[str, Any]) -> list[model.Finding]:
+def broken_findings(report: model.Report) -> list[model.Finding]:
     """One finding per ``broken`` row beyond the contracts (API surface rows:
     one per kind of change, across the names it hits, e.g. "removed: 6
     names"; dependencies, warnings: one per row), for ``report["findings"]`` after the contract
@@ -257,8 +256,9 @@ def broken_findings(report: Mapping[str, Any]) -> list[model.Finding]:
     unaffected; a warning's, the sites of the APIs it names."""
     scanned = bool(report.get("usage"))
     out: list[model.Finding] = []
-    by_kind: dict[str, list[dict[str, Any]]] = {}  # one finding per kind of change, across names (one cause)
-    for row in (report.get("surface") or {}).get("rows", []):
+    by_kind: dict[str, list[model.SurfaceRow]] = {}  # one finding per kind of change, across names (one cause)
+    surface, dependencies, warned = report.get("surface"), report.get("dependencies"), report.get("warnings")
+    for row in surface["rows"] if surface else []:
         if row.get("verdict") == "broken":
             by_kind.setdefault(row["change"], []).append(row)
     for kind, rows in by_kind.items():
@@ -287,30 +287,31 @@ def broken_findings(report: Mapping[str, Any]) -> list[model.Finding]:
         finding = _beyond("surface", f"{len(paths)} names", f"{kind}{detail}: {named}", where if scanned else None)
         finding["apis"] = paths
         out.append(finding)
-    for row in (report.get("dependencies") or {}).get("rows", []):
-        if row.get("verdict") == "broken":
+    for dependency in dependencies["rows"] if dependencies else []:
+        if dependency.get("verdict") == "broken":
             out.append(
                 _beyond(
                     "dependencies",
-                    row["name"],
-                    f"{row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}), imported by your code",
+                    dependency["name"],
+                    f"{dependency['change']} ({dependency.get('old') or '—'} → {dependency.get('new') or '—'}), "
+                    "imported by your code",
                     None,
                 )
             )
-    for row in (report.get("warnings") or {}).get("rows", []):
-        if row.get("verdict") == "broken":
+    for warning in warned["rows"] if warned else []:
+        if warning.get("verdict") == "broken":
             out.append(
                 _beyond(
                     "warnings",
-                    str(row.get("category")),
-                    row.get("message", "")[:160],
-                    row.get("your_code") if scanned else None,
+                    str(warning.get("category")),
+                    warning.get("message", "")[:160],
+                    warning.get("your_code") if scanned else None,
                 )
             )
     return out
 
 
-def deprecation_finding(report: Mapping[str, Any]) -> list[model.Finding]:
+def deprecation_finding(report: model.Report) -> list[model.Finding]:
     """One ``changed`` finding of the deprecation warnings new in the candidate that are not broken (those
     are, under ``--fail-on-new-deprecations``, findings of their own): what the candidate will ask the team's
     code to change, named by the APIs that warn, each warning's words once. [] when there is none.
@@ -319,9 +320,10 @@ def deprecation_finding(report: Mapping[str, Any]) -> list[model.Finding]:
       ``[{"section": "warnings", "change": "changed", "key": "deprecations", "api", "apis", "cause",
       "contracts": [], "text"}]``.
     """
+    warned = report.get("warnings")
     rows = [
         r
-        for r in (report.get("warnings") or {}).get("rows", [])
+        for r in (warned["rows"] if warned else [])
         if r.get("change") == "new"
         and r.get("verdict") == "changed"
         and warnings_diff.is_deprecation(str(r.get("category")))
@@ -383,7 +385,7 @@ class Beyond:
 
 
 def beyond(
-    report: Mapping[str, Any],
+    report: model.Report,
     baseline: dict[str, Any],
     candidate: dict[str, Any],
     scope: ScopeOptions | None = None,
@@ -403,7 +405,7 @@ def beyond(
     scope = scope or ScopeOptions()
     scan = scope.usage_scan if scope.usage_scan is not None else usage.scan(list(scope.usage)) if scope.usage else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
-    view: dict[str, Any] = {**report, "usage": None if scan is None else scan.to_json()}
+    view: model.Report = {**report, "usage": None if scan is None else scan.to_json()}
     start = time.monotonic()
     view["surface"] = surface_section(sites[0], sites[1], packages, scan, contracted_paths(report))
     view["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
@@ -421,7 +423,7 @@ def beyond(
         # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
         beyond_rows = broken_findings(view) + deprecation_finding(view)
         # the view is the report's JSON form with the sections put in (the findings annotated by call_sites)
-        given = cast(list[model.Finding], view["findings"])
+        given = view["findings"]
         sectioned: list[model.Finding] = [{**f, "section": f.get("section", "contracts")} for f in given]
         findings = causes.merge(sectioned + beyond_rows, view.get("contracts", []))
     seconds = round(time.monotonic() - start, 2)

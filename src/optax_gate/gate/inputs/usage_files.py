@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.inputs.typed_path import INVOKED_FROM
 
 SUFFIXES = (".py", ".ipynb")
@@ -47,7 +48,7 @@ class NotScanned:
     reason: str
     content: bytes | None = dataclasses.field(default=None, repr=False, compare=False)
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> model.NotScanned:
         """The entry as report.json lists it."""
         return {"path": self.path, "reason": self.reason}
 

@@ -6,9 +6,9 @@ How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
 
+from optax_gate.gate.base import model
 from optax_gate.gate.team_code import binding, usage
 
 #: Most sites named on one finding in report.md (report.json has them all).
@@ -99,22 +99,21 @@ def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], boo
 
 
 def _site_ranks(
-    report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None
+    report: model.Report, apis: Iterable[str], targets: dict[str, str] | None
 ) -> dict[str, list[tuple[int, str]]]:
     """``file:line`` -> (rank in ``binding.SITE_VERDICTS``, note) of each site the API surface rows of ``apis``
     judge."""
     hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
-    for row in (report.get("surface") or {}).get("rows", []):
+    surface = report.get("surface")
+    for row in surface["rows"] if surface else []:
         if hit(row.get("path", "")):
             for site in row.get("sites") or []:
                 found.setdefault(site["where"], []).append((binding.SITE_VERDICTS.index(site["verdict"]), site["note"]))
     return found
 
 
-def binding_notes(
-    report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None
-) -> dict[str, str]:
+def binding_notes(report: model.Report, apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
     """``file:line`` -> what the API surface diff says of that use of ``apis``
     (``row["sites"]`` of the surface rows of those APIs, ``binding.match``):
     the notes of its most severe verdict (``binding.SITE_VERDICTS``), joined by
@@ -128,7 +127,7 @@ def binding_notes(
 
 
 def binding_verdicts(
-    report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None
+    report: model.Report, apis: Iterable[str], targets: dict[str, str] | None = None
 ) -> dict[str, str]:
     """``file:line`` -> the most severe verdict (``binding.SITE_VERDICTS``) of
     the API surface rows of ``apis`` on that use: ``unaffected`` where every
@@ -158,7 +157,7 @@ def _not_scanned(scan: usage.Scan, apis: list[str]) -> list[str]:
     return list(dict.fromkeys(n.path for a in apis for n in scan.may_use(a) if n.content is not None))
 
 
-def annotated(report: Mapping[str, Any], scan: usage.Scan, targets: dict[str, str] | None = None) -> dict[str, Any]:
+def annotated(report: model.Report, scan: usage.Scan, targets: dict[str, str] | None = None) -> model.Report:
     """A copy of ``report`` (``report`` itself is not changed) whose findings
     each have ``your_code`` / ``your_code_not_scanned`` (and
     ``your_code_notes``), the findings touching the team's code first,
@@ -167,15 +166,19 @@ def annotated(report: Mapping[str, Any], scan: usage.Scan, targets: dict[str, st
     surface), so a use through another public path of the same function
     counts. Reads the report's ``contracts``, ``findings``, ``surface`` (the
     rows' ``sites``) and ``warnings``."""
-    out = dict(report)
+    out: model.Report = {**report}
     api_of = {row["id"]: row.get("api") or "" for row in report.get("contracts", [])}
     findings = report.get("findings")
     if isinstance(findings, list):
-        marked = []
+        marked: list[model.Finding] = []
         for f in findings:
             labels = [api_of.get(cid, "") for cid in f.get("contracts", [])] or [f.get("api", "")]
             apis = list(dict.fromkeys(a for label in labels for a in apis_of(label)))
-            g = {**f, "your_code": sites(scan, apis, targets), "your_code_not_scanned": _not_scanned(scan, apis)}
+            g: model.Finding = {
+                **f,
+                "your_code": sites(scan, apis, targets),
+                "your_code_not_scanned": _not_scanned(scan, apis),
+            }
             notes = binding_notes(report, apis, targets)
             if any(w in notes for w in g["your_code"]):
                 g["your_code_notes"] = {w: notes[w] for w in g["your_code"] if w in notes}

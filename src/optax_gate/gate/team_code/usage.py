@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.team_code.arguments import Arg, Scopes
 
@@ -345,7 +346,7 @@ class Scan:
         """The files not scanned that can hold a use of ``public_path``."""
         return [n for n in self.not_scanned if usage_files.may_use(n, public_path)]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> model.Usage:
         """The scan as report.json lists it."""
         return {
             "paths": self.paths,
