@@ -16,7 +16,8 @@ from optax_gate.gate.inputs.options import CompareOptions
 from optax_gate.gate.inputs.user_paths import check_usage
 from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.sides import beyond_contracts, configured_packages, load
+from optax_gate.gate.sides import beyond_contracts, load
+from optax_gate.gate.sides_prepare import configured_packages
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import reused
 

@@ -29,20 +29,18 @@ from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.reuse import baseline_snapshots
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.sides import (
+from optax_gate.gate.sides import beyond_contracts, run_both, save_run
+from optax_gate.gate.sides_code import compare_code, select_modules
+from optax_gate.gate.sides_prepare import (
     Folders,
     Side,
-    beyond_contracts,
     bound_compilation_cache,
     built_python,
     check_imports,
     configured_packages,
     prepare,
     results_dir,
-    run_both,
-    save_run,
 )
-from optax_gate.gate.sides_code import compare_code, select_modules
 from optax_gate.gate.sides_resolve import resolve_sources, skipped
 from optax_gate.gate.sides_speed import SpeedSides, measure_speed
 from optax_gate.gate.team_code import scope

@@ -12,7 +12,7 @@ from optax_gate.gate.inputs import team_contracts, validate
 from optax_gate.gate.inputs.options import GateOptions
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 from optax_gate.gate.install import source_specs
-from optax_gate.gate.sides import requirements_in
+from optax_gate.gate.sides_prepare import requirements_in
 from optax_gate.gate.team_code import usage
 from optax_gate.gate.team_run import run_inputs
 

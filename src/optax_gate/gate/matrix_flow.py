@@ -21,15 +21,13 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.run import runner
-from optax_gate.gate.sides import (
+from optax_gate.gate.sides import load, run_lock, save_run
+from optax_gate.gate.sides_prepare import (
     Folders,
     bound_compilation_cache,
     configured_packages,
-    load,
     requirements_in,
     results_dir,
-    run_lock,
-    save_run,
 )
 from optax_gate.gate.sides_resolve import run_specs
 from optax_gate.gate.sides_speed import measure_speed

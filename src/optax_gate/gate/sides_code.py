@@ -10,7 +10,7 @@ from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.reuse import function_diff, results_cache
 from optax_gate.gate.reuse import same_code as same_code_
 from optax_gate.gate.reuse import selection as selection_
-from optax_gate.gate.sides import Side
+from optax_gate.gate.sides_prepare import Side
 
 
 def compare_code(

@@ -15,7 +15,8 @@ from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.run import runner
-from optax_gate.gate.sides import Folders, forget_previous_evidence, requirements_in, results_dir, run_lock
+from optax_gate.gate.sides import run_lock
+from optax_gate.gate.sides_prepare import Folders, forget_previous_evidence, requirements_in, results_dir
 
 #: Seconds allowed to each git or uv step of a build from source.
 SOURCE_TIMEOUT = 600

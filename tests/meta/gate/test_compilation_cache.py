@@ -121,18 +121,18 @@ def test_the_shared_cache_lives_in_the_gates_cache_folder(tmp_path: Path) -> Non
 
 
 def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from optax_gate.gate import sides
+    from optax_gate.gate import sides_prepare
     from optax_gate.gate.inputs.options import EnvironmentOptions
 
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: Path(sys.executable))
-    monkeypatch.setattr(sides, "look_up", lambda *a, **k: None)
+    monkeypatch.setattr(sides_prepare, "look_up", lambda *a, **k: None)
     env = EnvironmentOptions(
         ROOT, ROOT / "requirements-lock.txt", sys.executable, tmp_path / "envs", cache_dir=tmp_path / "cache"
     )
-    folders = sides.Folders(tmp_path / "evidence", tmp_path / "checkpoints")
+    folders = sides_prepare.Folders(tmp_path / "evidence", tmp_path / "checkpoints")
     (tmp_path / "cand.txt").write_text("optax==0.2.8\n")
     got = {
-        sides.prepare(label, lock, env, folders, lambda _: None).jax_env["JAX_COMPILATION_CACHE_DIR"]
+        sides_prepare.prepare(label, lock, env, folders, lambda _: None).jax_env["JAX_COMPILATION_CACHE_DIR"]
         for label, lock in (("baseline", env.baseline_lock), ("candidate", tmp_path / "cand.txt"))
     }
     assert got == {str((tmp_path / "cache" / compilation_cache.FOLDER).absolute())}

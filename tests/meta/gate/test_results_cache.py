@@ -414,7 +414,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path: Path, monke
     end, so the late phase's diff finds them read (unseen's cached reader)."""
     import threading
 
-    from optax_gate.gate import sides
+    from optax_gate.gate import sides, sides_prepare
 
     sites = [tmp_path / "base-site", tmp_path / "cand-site"]
     for site in sites:
@@ -446,7 +446,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path: Path, monke
         ),
     )
     made = [
-        sides.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)})
+        sides_prepare.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)})
         for label, site in zip(("baseline", "candidate"), sites, strict=True)
     ]
     env = EnvironmentOptions(

@@ -17,7 +17,7 @@ import pytest
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.reuse import baseline_snapshots
-from optax_gate.gate.sides import Side
+from optax_gate.gate.sides_prepare import Side
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULE = """
@@ -110,7 +110,7 @@ def test_arrange_leaves_the_pinned_baseline_alone_and_sets_up_another(tmp_path: 
 
     env = dataclasses.replace(env, baseline_lock=team)
     base = _side("baseline", tmp_path, record={"from_cache": {"key": "x"}, "status": "ran"})
-    base.cached["contracts/test_sgd.py"] = {"outcomes": {}}  # a module found in the cache (sides.look_up)
+    base.cached["contracts/test_sgd.py"] = {"outcomes": {}}  # a module found in the cache (sides_prepare.look_up)
     folder = baseline_snapshots.arrange(base, cand, env, tmp_path / "ev", said.append)
     assert folder == (tmp_path / "ev" / baseline_snapshots.FOLDER).absolute() and folder.is_dir()
     assert base.record is None and base.cache_inputs is None  # the cached result holds no snapshots: run again

@@ -13,7 +13,7 @@ from typing import Any, TextIO, cast
 
 import pytest
 
-from optax_gate.gate import cli, sides
+from optax_gate.gate import cli, sides_prepare
 from optax_gate.gate.base import progress
 from optax_gate.gate.base.heartbeat import Heartbeat
 from optax_gate.gate.install import environments
@@ -130,7 +130,7 @@ def test_the_console_says_the_baseline_was_taken_from_the_cache(
     ) -> None:  # every contract module of the baseline found in the cache
         side.record = {**cached, **side.extra}
 
-    monkeypatch.setattr(sides, "look_up", look_up)
+    monkeypatch.setattr(sides_prepare, "look_up", look_up)
     assert cli.main(["matrix", "--only", "baseline", *fake_matrix["args"]]) == 0
     out = capsys.readouterr().out
     assert "optax-gate: baseline: ran  — baseline taken from the cache (a1b2c3, recorded 2026-12-01T02:00:00Z)" in out

@@ -31,7 +31,7 @@ def is_pinned(baseline_lock: Path, project_root: Path) -> bool:
 
 
 class PreparedSide(Protocol):
-    """What ``arrange`` changes of a prepared side (``optax_gate.gate.sides.Side``, a later stage)."""
+    """What ``arrange`` changes of a prepared side (``optax_gate.gate.sides_prepare.Side``, a later stage)."""
 
     record: dict[str, Any] | None
     cache_inputs: dict[str, Any] | None
@@ -43,7 +43,7 @@ class PreparedSide(Protocol):
 def arrange(
     baseline: PreparedSide, candidate: PreparedSide, env: EnvironmentOptions, evidence: Path, say: Callable[[str], None]
 ) -> Path | None:
-    """Set up both prepared sides (``sides.Side``) for a baseline that is not
+    """Set up both prepared sides (``sides_prepare.Side``) for a baseline that is not
     the pinned one: the baseline records its snapshots into
     ``evidence/snapshots-baseline``, the candidate compares with them, the
     baseline cache is bypassed. Returns the folder, or None (nothing changed)
