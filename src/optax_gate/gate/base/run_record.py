@@ -9,7 +9,7 @@ from optax_gate.gate.base import model
 
 class RecordFields(TypedDict, total=False):
     """The keywords of the run record builders (``runner.run``, ``runner.not_verified``, ``results_cache.assemble``,
-    ``same_code.record``, ``sides.prepare``), copied into the record as they are (``model.BaselineRecord`` and
+    ``same_code.record``, ``sides_prepare.prepare``), copied into the record as they are (``model.BaselineRecord`` and
     ``model.CandidateRecord`` describe them in the report): ``requirements`` (the SPECs resolved, or the lock's),
     ``sources`` (packages built from source), ``lock_file``, ``site_packages``, ``snapshots`` (the baseline's own
     snapshot folder), ``compilation_cache`` (whether the run had one), ``checkpoint_writer``, ``hypothesis_profile``,
