@@ -225,7 +225,7 @@ def undecided(
     lines = [
         w
         for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed])
-        if (((a := attributed.get(w)) and a.get("verdict")) or "cannot-tell") == "cannot-tell"
+        if w not in attributed or attributed[w]["verdict"] == "cannot-tell"
     ]
     if lines:
         out.append("your lines: cannot tell without --run")
