@@ -323,13 +323,15 @@ def bits(team: model.TeamRun) -> str:
     return out
 
 
-def _beyond(team: model.TeamRun) -> str:
-    """What a value of the run is judged against, in words: its own rounding noise (the ensemble was used) or the ULP
-    budget."""
+def _against_noise(team: model.TeamRun) -> bool:
+    """Whether the run was judged against its own rounding noise (the ensemble was used)."""
     ensemble = team.get("ensemble")
-    if ensemble and ensemble["used"]:
-        return "your run's own rounding noise (below)"
-    return "the ULP budget"
+    return bool(ensemble and ensemble["used"])
+
+
+def _beyond(team: model.TeamRun) -> str:
+    """What a value of the run is judged against, in words: its own rounding noise or the ULP budget."""
+    return "your run's own rounding noise (below)" if _against_noise(team) else "the ULP budget"
 
 
 def section(report: model.Report) -> list[str]:
@@ -379,7 +381,7 @@ def section(report: model.Report) -> list[str]:
             "",
         ]
     if outcome == "same":
-        noise = bool(team.get("ensemble", {}).get("used"))  # judged against the run's own rounding noise
+        noise = _against_noise(team)
         return [
             *out,
             "",
