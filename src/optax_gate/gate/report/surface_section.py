@@ -36,6 +36,8 @@ _ORDER: tuple[Literal["broken", "cannot-tell", "changed", "new", "noted"], ...] 
 )
 #: One of the three sections beyond the contracts.
 Section = model.Surface | model.Warnings | model.Dependencies
+#: Each section's heading in report.md, as a finding's line names it (``unseen.BEYOND``).
+SURFACE, WARNINGS, DEPENDENCIES = (unseen.BEYOND[key][1] for key in ("surface", "warnings", "dependencies"))
 
 
 def _counts(section: Section) -> str:
@@ -46,9 +48,9 @@ def _counts(section: Section) -> str:
 def _sections(report: model.Report) -> list[tuple[str, Section]]:
     """The sections the report holds, with their titles, in report order."""
     found: list[tuple[str, Section | None]] = [
-        ("API surface", report.get("surface")),
-        ("Warnings", report.get("warnings")),
-        ("Dependencies", report.get("dependencies")),
+        (SURFACE, report.get("surface")),
+        (WARNINGS, report.get("warnings")),
+        (DEPENDENCIES, report.get("dependencies")),
     ]
     return [(title, section) for title, section in found if isinstance(section, dict)]
 
@@ -216,13 +218,13 @@ def markdown(report: model.Report, limit: int | None = None) -> list[str]:
     out = usage_lines(report.get("usage"), limit)
     surface, warnings, dependencies = report.get("surface"), report.get("warnings"), report.get("dependencies")
     if isinstance(surface, dict):
-        out += _opening("API surface", surface)
+        out += _opening(SURFACE, surface)
         out += _surface(surface, report.get("usage"), limit) if surface.get("status") == "compared" else []
     if isinstance(warnings, dict):
-        out += _opening("Warnings", warnings)
+        out += _opening(WARNINGS, warnings)
         out += warnings_lines(warnings, limit) if warnings.get("status") == "compared" else []
     if isinstance(dependencies, dict):
-        out += _opening("Dependencies", dependencies) + _dependencies(dependencies, limit)
+        out += _opening(DEPENDENCIES, dependencies) + _dependencies(dependencies, limit)
     return out
 
 
