@@ -171,15 +171,13 @@ def dependencies_section(
     uses: list[usage.Use] | usage.Scan | None,
 ) -> model.Dependencies:
     """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
-    extra: dict[str, Any] = {
-        "requires_python": {
-            "baseline": dependencies.requires_python(base_site),
-            "candidate": dependencies.requires_python(cand_site),
-        },
-        "jaxlib_tags": {
-            "baseline": dependencies.wheel_tags(base_site),
-            "candidate": dependencies.wheel_tags(cand_site),
-        },
+    requires: model.RequiresPython = {
+        "baseline": dependencies.requires_python(base_site),
+        "candidate": dependencies.requires_python(cand_site),
+    }
+    tags: model.JaxlibTags = {
+        "baseline": dependencies.wheel_tags(base_site),
+        "candidate": dependencies.wheel_tags(cand_site),
     }
     locks = [Path(r.get("lock_file") or "") for r in (baseline, candidate)]
     if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
@@ -188,8 +186,8 @@ def dependencies_section(
             "reason": "a resolved lock file is missing (resolution failed?)",
             "rows": [],
             "counts": _section_counts([]),
-            "requires_python": extra["requires_python"],
-            "jaxlib_tags": extra["jaxlib_tags"],
+            "requires_python": requires,
+            "jaxlib_tags": tags,
         }
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = uses.uses if isinstance(uses, usage.Scan) else uses
@@ -215,8 +213,8 @@ def dependencies_section(
         "reason": "",
         "rows": cast(list[model.DependencyRow], rows),  # each row's verdict set above
         "counts": _section_counts(rows),
-        "requires_python": extra["requires_python"],
-        "jaxlib_tags": extra["jaxlib_tags"],
+        "requires_python": requires,
+        "jaxlib_tags": tags,
     }
 
 
