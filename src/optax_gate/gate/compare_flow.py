@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import assemble
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.gate_flow import Started, fail, write_reports
 from optax_gate.gate.gate_inputs import team_code
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import CompareOptions
 from optax_gate.gate.inputs.user_paths import check_usage
 from optax_gate.gate.judge import compare, verdict
-from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.sides import beyond_contracts, load
+from optax_gate.gate.run import evidence
+from optax_gate.gate.sides import beyond_contracts
 from optax_gate.gate.sides_prepare import configured_packages
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import reused
 
 
-def _run_record(path: Path) -> dict[str, Any]:
+def _run_record(path: Path) -> RunRecord:
     """The run record (``baseline.json``, ``candidate.json`` of a run's
     evidence folder) at ``path``.
 
@@ -30,7 +32,7 @@ def _run_record(path: Path) -> dict[str, Any]:
       validate.InvalidInput: the file cannot be read, is not JSON, or is not a run record.
     """
     try:
-        record = load(path)
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise validate.InvalidInput(
             f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}"
@@ -39,9 +41,9 @@ def _run_record(path: Path) -> dict[str, Any]:
         raise validate.InvalidInput(
             f"{validate.shown(path)} is not a run record: {_WANTED} (this file is not JSON: {exc})"
         ) from None
-    if not runner.is_run_record(record):
+    if not RunRecord.is_json(data):
         raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED}")
-    return record
+    return RunRecord.from_json(data)
 
 
 #: What a run record is, said with every refusal of one.
@@ -55,17 +57,26 @@ _WANTED = (
 PROJECT = Path(__file__).resolve().parents[3]
 
 
-def located(record: dict[str, Any]) -> dict[str, Any]:
+def located(record: RunRecord) -> RunRecord:
     """A run record whose environment paths (``site_packages``, ``lock_file``:
     relative to the project folder the gate ran in) are found from here too:
     a compare started from another folder read neither and said "API surface:
     not compared; Dependencies: not compared". A path found from the current
     folder, or found nowhere, stays as it is."""
-    for key in ("site_packages", "lock_file"):
-        value = record.get(key)
-        if value and not Path(value).is_absolute() and not Path(value).exists() and (PROJECT / value).exists():
-            record[key] = str(PROJECT / value)
+    site, lock = _found(record.fields.get("site_packages")), _found(record.fields.get("lock_file"))
+    if site is not None:
+        record = record.with_fields(site_packages=site)
+    if lock is not None:
+        record = record.with_fields(lock_file=lock)
     return record
+
+
+def _found(value: str | None) -> str | None:
+    """``value`` (a run record's relative path) found under the project folder when it is not found from here, else
+    None (it stays as it is)."""
+    if value and not Path(value).is_absolute() and not Path(value).exists() and (PROJECT / value).exists():
+        return str(PROJECT / value)
+    return None
 
 
 def compare_runs(options: CompareOptions, started: Started | None = None) -> int:
@@ -122,18 +133,18 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     return write_reports(report, options.out)
 
 
-def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str | None:
+def swapped_records(baseline: RunRecord, candidate: RunRecord) -> str | None:
     """A note when compare's two run records look given the other way round:
     the first (taken as the baseline) is a gate's candidate record and the
     second its baseline record (their ``label``). Compare still compares
     them as given (comparing a candidate against a baseline can be meant),
     but every change then reads backwards (broken as fixed), and the
     baseline's own failures read as the candidate's. None otherwise."""
-    if baseline.get("label") != "candidate" or candidate.get("label") != "baseline":
+    if baseline.label != "candidate" or candidate.label != "baseline":
         return None
 
-    def which(record: dict[str, Any]) -> str:
-        versions = record.get("versions") or {}
+    def which(record: RunRecord) -> str:
+        versions = record.versions or {}
         named = ", ".join(f"{name} {versions[name]}" for name in ("optax", "jax") if versions.get(name))
         return f" ({named})" if named else ""
 
@@ -154,7 +165,7 @@ def say_recorded_run(report: Mapping[str, Any], baseline_run: Path) -> None:
     found = report.get("findings") or []
     gate_report = Path(baseline_run).resolve().parent.parent / "report.json"
     try:
-        ran = isinstance(load(gate_report).get("team_run"), dict)
+        ran = isinstance(json.loads(gate_report.read_text(encoding="utf-8")).get("team_run"), dict)
     except (OSError, ValueError, AttributeError):
         ran = False
     if ran and report.get("verdict") != "pass":  # a --run gate's verdict is about the team's run: point to it

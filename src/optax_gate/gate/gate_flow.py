@@ -17,7 +17,7 @@ from typing import Any
 from optax_gate.gate import assemble, gate_inputs, late
 from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base.run_record import RecordFields, RunRecord
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.inputs import requirements, validate
 from optax_gate.gate.inputs.options import GateOptions
@@ -122,8 +122,8 @@ def write_reports(report: model.Report, out: Path, phases: late.LatePhases | Non
 
 def finish(
     run: evidence.RunFolder,
-    baseline: dict[str, Any],
-    candidate: dict[str, Any],
+    baseline: RunRecord,
+    candidate: RunRecord,
     options: GateOptions,
     say: Progress,
     learned: Learned | None = None,
@@ -144,10 +144,10 @@ def finish(
         phases.run("writing of the run records", functools.partial(save_run, record, run.evidence))
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
-    if baseline.get("snapshots"):
+    if snapshots := baseline.fields.get("snapshots"):
         report["notes"].append(
             "snapshot contracts compare with the baseline's own snapshots, recorded in this gate "
-            f"({baseline['snapshots']}): "
+            f"({snapshots}): "
             "the baseline lock is not the pinned one, so the baseline runs in every gate and is never "
             "taken from the cache (`./noxw -s compare` re-judges a run's evidence without running)"
         )
@@ -213,7 +213,7 @@ def say_not_judged(run: evidence.RunFolder) -> None:
 
 def upstream_cross_run(
     report: model.Report,
-    records: tuple[dict[str, Any], dict[str, Any]],
+    records: tuple[RunRecord, RunRecord],
     options: GateOptions,
     learned: Learned,
     say: Progress,
@@ -226,14 +226,15 @@ def upstream_cross_run(
       pytest_run.CrossRunFailure: it could not run (a late phase's failure: not verified).
     """
     baseline, candidate = records
-    if baseline.get("status") != "ran" or candidate.get("status") != "ran":
+    if not baseline.ran or not candidate.ran:
         return report
-    if not learned.pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
+    base_site, cand_site = baseline.fields.get("site_packages"), candidate.fields.get("site_packages")
+    if not learned.pythons or not base_site or not cand_site:
         raise pytest_run.CrossRunFailure("the two environments' interpreters or site-packages are not known")
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
     envs = dict(zip(("baseline", "candidate"), learned.jax_envs, strict=True))
     section = upstream_tests.cross_run(
-        {"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
+        {"baseline": Path(base_site), "candidate": Path(cand_site)},
         dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons), strict=True)),
         upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
         say=say,
@@ -243,13 +244,13 @@ def upstream_cross_run(
 
 def failed(side: Side) -> bool:
     """Whether a prepared side already has a record that is not verified."""
-    return side.record is not None and side.record.get("status") != "ran"
+    return side.record is not None and not side.record.ran
 
 
-def stopped_record(failed: Side, other: str, say: Progress) -> dict[str, Any]:
+def stopped_record(failed: Side, other: str, say: Progress) -> RunRecord:
     """The record of the side ``other`` that does not run because ``failed``
     could not be installed or imported (no verdict is possible without both)."""
-    cause = failed.record.get("reason", "") if failed.record else ""
+    cause = (failed.record.reason or "") if failed.record else ""
     say(
         f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both "
         f"sides): {cause}"
@@ -344,8 +345,8 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
 
     # Fail fast: both sides are installed (the baseline first), then their imports checked, before
     # either runs a contract; a side that fails stops the gate there.
-    def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
-        stopped = {**stopped_record(failed, other, say), "requirements": other_req}
+    def stop(failed: Side, other: str, other_record: RunRecord | None, other_req: list[str]) -> int:
+        stopped = stopped_record(failed, other, say).with_fields(requirements=other_req)
         if failed.record is None:
             raise AssertionError("stop() follows failed(), which saw its record")
         records = {failed.label: failed.record, other: other_record or stopped}

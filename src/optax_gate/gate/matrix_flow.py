@@ -46,7 +46,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
         if not plan_path.exists():
             print(f"optax-gate: no {plan_path}; run the plan first (--plan or a full matrix run)", file=sys.stderr)
             return 2
-        plan = load(plan_path)
+        plan = json.loads(plan_path.read_text(encoding="utf-8"))
     else:
         envs, discovered = matrix.plan(
             requirements_in(env).read_text(encoding="utf-8"),
@@ -76,16 +76,18 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
             else:
                 say(f"{name}: resolving {' '.join(names[name]['specs'])}")
                 record = run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", env, folders, say)
-                record["speed"] = measure_speed(env, options.speed, out / "locks" / f"{name}.txt", record, say)
-                if options.upstream_tests and record.get("status") == "ran":
-                    record["upstream_tests"] = cross_run(name, out / "locks" / f"{name}.txt", env, say)
+                record = record.with_fields(
+                    speed=measure_speed(env, options.speed, out / "locks" / f"{name}.txt", record, say)
+                )
+                if options.upstream_tests and record.ran:
+                    record = record.with_fields(upstream_tests=cross_run(name, out / "locks" / f"{name}.txt", env, say))
             save_run(record, out / "runs")
             say.idle()
-            cached = record.get("from_cache")
+            cached = record.fields.get("from_cache")
             origin = (
                 f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
             )
-            print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}{origin}", flush=True)
+            print(f"optax-gate: {name}: {record.status} {record.reason or ''}{origin}", flush=True)
     if options.only:
         return 0
     runs_dir = out / "runs"

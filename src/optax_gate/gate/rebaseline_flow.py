@@ -10,10 +10,10 @@ import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from optax_gate.gate.base import atomic, details, plain_text
 from optax_gate.gate.base.progress import Progress
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import RebaselineOptions
@@ -25,10 +25,10 @@ from optax_gate.kit import moved_behaviour
 
 
 def _summary(
-    options: RebaselineOptions, version: str, record: dict[str, Any], done: moved_ledger.Accepted, held: list[str]
+    options: RebaselineOptions, version: str, record: RunRecord, done: moved_ledger.Accepted, held: list[str]
 ) -> str:
     lock, moved = options.lock, options.move
-    contracts = record["contracts"]
+    contracts = record.contracts
     outcomes = Counter(r.get("outcome") for r in contracts.values())
     skipped: dict[str, str] = {}
     for r in sorted(contracts.values(), key=lambda r: r.get("api", "?")):
@@ -129,11 +129,11 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if record.get("status") != "ran":
-        return fail(f"rebaseline: the contracts did not run at optax {version}: {record.get('reason')}")
+    if not record.ran:
+        return fail(f"rebaseline: the contracts did not run at optax {version}: {record.reason}")
     logs = sorted(Path(options.out).glob("rebaseline*.reportlog.jsonl"))
     entries, done = moved_ledger.accept(
-        ledger, record, moved_ledger.crash_lines(logs), version, (record.get("versions") or {}).get("jax", "")
+        ledger, record, moved_ledger.crash_lines(logs), version, (record.versions or {}).get("jax", "")
     )
     moved_ledger.write(ledger_path, entries)
     if options.move:
@@ -141,7 +141,7 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
     held = sorted(
         cid
         for cid in moved_behaviour.applicable(ledger, version)
-        if (record["contracts"].get(cid) or {}).get("outcome") == "passed"
+        if cid in record.contracts and record.contracts[cid]["outcome"] == "passed"
     )
     summary = _summary(options, version, record, done, held)
     atomic.write_text(Path(options.out) / "summary.md", summary)

@@ -10,12 +10,12 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Unpack
 
 from optax_gate.gate import assemble
 from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base.run_record import RecordFields, RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions
 from optax_gate.gate.reuse import results_cache
@@ -35,9 +35,9 @@ from optax_gate.gate.surface import public_api
 from optax_gate.kit.environment import reach_names
 
 
-def save_run(record: dict[str, Any], folder: Path) -> None:
+def save_run(record: RunRecord, folder: Path) -> None:
     """Write a side's run record as ``folder/<label>.json``, atomically."""
-    atomic.write_text(folder / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+    atomic.write_text(folder / f"{record.label}.json", json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
 
 
 #: pytest-xdist processes of a contract run that has the machine to itself
@@ -49,7 +49,7 @@ ALONE_WORKERS = "auto"
 
 def contracts(
     side: Side, env: EnvironmentOptions, progress: Progress | None, workers: int | str = ALONE_WORKERS
-) -> dict[str, Any]:
+) -> RunRecord:
     """Run the contract modules of a prepared side that the cache lacks
     (unless its record is final), join the cached ones, and store what ran
     when the run is verified and its resume checkpoints were there."""
@@ -110,11 +110,11 @@ def contracts(
         probed=side.probed,
         **side.extra,
     )
-    if side.cached and not side.taken and side.header is not None and record.get("status") == "ran":
+    if side.cached and not side.taken and side.header is not None and record.ran:
         # a run of the modules not cached collected only those: its collect-time warnings are also the cached header's
         # (the same side, the same inputs), so they stay, and stay stored
         loose = [w for w in side.header.get("warnings") or [] if not w.get("contracts")]
-        record = {**record, "warnings": results_cache.merge_warnings(record.get("warnings") or [], loose)}
+        record = record.with_fields(warnings=results_cache.merge_warnings(record.fields.get("warnings") or [], loose))
     if side.cache_inputs is not None and side.checkpoints_ready:
         # a module run in part holds only its selected APIs' results: it is not stored
         stored = results_cache.store(results_dir(env), side.cache_inputs, record, pending, side.taken_apis)
@@ -123,12 +123,12 @@ def contracts(
     if partial:
         # (a module run in part is pending: neither cached nor taken, so its name keys its other APIs' outcomes)
         record = results_cache.join(record, {**side.cached, **side.taken, **side.taken_apis})
-        if (
-            record.get("status") == "ran" and side.cache_inputs is not None and side.cached
-        ):  # partial only with cache inputs (look_up)
-            record["from_cache"] = results_cache.origin(side.cache_inputs, side.cached, len(side.units))
-    if side.selection is not None and record.get("status") == "ran":
-        record["selection"] = side.selection.record()
+        if record.ran and side.cache_inputs is not None and side.cached:  # partial only with cache inputs (look_up)
+            record = record.with_fields(
+                from_cache=results_cache.origin(side.cache_inputs, side.cached, len(side.units))
+            )
+    if side.selection is not None and record.ran:
+        record = record.with_fields(selection=side.selection.record())
     return record
 
 
@@ -139,7 +139,7 @@ def _write_apis(folder: Path, label: str, apis: dict[str, list[str]]) -> Path:
     return path
 
 
-def _taken_record(side: Side) -> dict[str, Any]:
+def _taken_record(side: Side) -> RunRecord:
     """The record of a candidate none of whose modules runs: each module's
     results are its own cached ones or the baseline's (it executed no changed
     function); what the side's run says beyond its modules is the baseline's
@@ -147,9 +147,8 @@ def _taken_record(side: Side) -> dict[str, Any]:
     assert side.selection is not None and side.header is not None
     record = results_cache.assemble(side.label, side.header, {**side.cached, **side.taken}, **side.extra)
     if side.probed:
-        record["versions"] = dict(side.probed[0])
-    record["selection"] = side.selection.record()
-    return record
+        record = dataclasses.replace(record, versions=dict(side.probed[0]))
+    return record.with_fields(selection=side.selection.record())
 
 
 def run_lock(
@@ -159,14 +158,14 @@ def run_lock(
     folders: Folders,
     progress: Progress | None = None,
     **extra: Unpack[RecordFields],
-) -> dict[str, Any]:
+) -> RunRecord:
     """Build (or reuse) the environment of ``lock`` and run the contracts there
     (one side at a time: the matrix); evidence goes to ``folders.evidence``; the
     baseline writes the resume ``folders.checkpoints``."""
     say = progress or (lambda message: None)
     side = prepare(label, lock, env, folders, say, **extra)
     check_imports((side,), env, say)
-    if label == "baseline" and side.python is not None and (side.record is None or side.record.get("status") == "ran"):
+    if label == "baseline" and side.python is not None and (side.record is None or side.record.ran):
         write_checkpoints(side, env, say)  # the other environments resume from them, even when this one is cached
     else:
         side.checkpoints_ready = folders.checkpoints.is_dir() and any(folders.checkpoints.iterdir())
@@ -200,9 +199,7 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
 SURFACE_WAIT_S = 120
 
 
-def run_both(
-    baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[RunRecord, RunRecord]:
     """Run the contracts of both sides, the API surfaces read beside them
     (:func:`read_surfaces`). The checkpoints come first (the candidate
     resumes from them); then, when both sides need a run, the two pytest
@@ -226,9 +223,7 @@ def run_both(
     return records
 
 
-def _same_code(
-    baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def _same_code(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[RunRecord, RunRecord]:
     """The baseline run (or taken from the cache) alone; the candidate's record derived from it."""
     assert candidate.same_code is not None
     base_record = contracts(baseline, env, say)
@@ -238,9 +233,7 @@ def _same_code(
     )
 
 
-def _run_both(
-    baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[RunRecord, RunRecord]:
     if baseline.record is None and candidate.record is None and env.concurrent:
         say("running both sides at the same time (--sequential to run one after the other)")
         pool = ThreadPoolExecutor(max_workers=2)
@@ -254,8 +247,8 @@ def _run_both(
 
 def beyond_contracts(
     report: model.Report,
-    baseline: dict[str, Any],
-    candidate: dict[str, Any],
+    baseline: RunRecord,
+    candidate: RunRecord,
     scope: ScopeOptions,
     packages: tuple[str, ...],
     usage: bool = True,
@@ -268,7 +261,14 @@ def beyond_contracts(
     return assemble.with_beyond(report, unseen.beyond(report, baseline, candidate, given, packages))
 
 
-def load(path: Path) -> dict[str, Any]:
-    """A run record read back from ``path``."""
-    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    return data
+def load(path: Path) -> RunRecord:
+    """A run record read back from ``path``.
+
+    Raises:
+      OSError: the file cannot be read.
+      ValueError: it is not JSON, or not a run record (``RunRecord.is_json``).
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not RunRecord.is_json(data):
+        raise ValueError("not a JSON object with label, status and contracts")
+    return RunRecord.from_json(data)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple, Unpack
 
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base.run_record import RecordFields, RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache, environments
@@ -79,7 +79,7 @@ class Side:
     extra: RecordFields
     python: Path | None = None
     jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
-    record: dict[str, Any] | None = None
+    record: RunRecord | None = None
     cache_inputs: dict[str, Any] | None = None
     probed: runner.Probe | None = None
     units: list[results_cache.Unit] = dataclasses.field(default_factory=list)
@@ -152,10 +152,9 @@ def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str]
         why = []
     say(_cache_words(side, inputs, why))
     if side.units and not side.pending and header is not None:
-        side.record = {
-            **results_cache.assemble(side.label, header, side.cached, **side.extra),
-            "from_cache": results_cache.origin(inputs, side.cached, len(side.units)),
-        }
+        side.record = results_cache.assemble(side.label, header, side.cached, **side.extra).with_fields(
+            from_cache=results_cache.origin(inputs, side.cached, len(side.units))
+        )
 
 
 def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None]) -> None:

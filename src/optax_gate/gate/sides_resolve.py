@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Unpack
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base.run_record import RecordFields, RunRecord
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.inputs.validate import InvalidInput
@@ -51,7 +51,7 @@ def resolve_sources(
     lock_path: Path,
     env: EnvironmentOptions,
     say: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[model.SourceBuild]:
     """Build the wheel of each source candidate (cached under
     ``--cache-dir``/source by commit), resolve ``specs`` with those wheels into
     ``lock_path`` and check that the lock pins each wheel by its SHA-256.
@@ -63,7 +63,7 @@ def resolve_sources(
       source_specs.SourceFailure: a build failed, or the lock does not pin a wheel by its hash.
       environments.EnvironmentFailure: the resolver found no set of versions.
     """
-    records: list[dict[str, Any]] = []
+    records: list[model.SourceBuild] = []
     if sources:
         wheels, records = source_specs.build(
             sources, Path(results_dir(env)) / "source", SOURCE_TIMEOUT, say or (lambda m: None)
@@ -81,7 +81,7 @@ def run_specs(
     env: EnvironmentOptions,
     folders: Folders,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> RunRecord:
     """Resolve ``specs`` into ``lock_path`` (a source spec built first), then
     run it (the matrix's environments)."""
     forget_previous_evidence(label, folders.evidence)
@@ -100,6 +100,6 @@ def run_specs(
     return run_lock(label, lock_path, env, folders, progress, **fields)
 
 
-def skipped(label: str, why: str, **extra: Unpack[RecordFields]) -> dict[str, Any]:
+def skipped(label: str, why: str, **extra: Unpack[RecordFields]) -> RunRecord:
     """The not-verified record of side ``label`` that was not run, and ``why``."""
     return runner.not_verified(label, f"not run: {why}", **extra)

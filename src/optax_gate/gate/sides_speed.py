@@ -10,6 +10,7 @@ from typing import Any
 
 from optax_gate.gate.base import model
 from optax_gate.gate.base.progress import Progress
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.install import environments
 from optax_gate.gate.reuse import results_cache
@@ -31,7 +32,7 @@ def measure_speed(
     env: EnvironmentOptions,
     speed: SpeedOptions,
     candidate_lock: Path,
-    candidate: dict[str, Any],
+    candidate: RunRecord,
     say: Progress | None = None,
     sides: SpeedSides = SpeedSides(),
 ) -> model.Speed | None:
@@ -48,9 +49,11 @@ def measure_speed(
     its steps run the baseline's code, so they are the baseline's programs (:func:`untimed_steps`)."""
     if not speed.enabled:
         return None
-    if candidate.get("status") != "ran":
+    if not candidate.ran:
         return readings.not_measured("the candidate did not run its contracts", speed.budget)
-    if candidate.get("same_code"):  # the same Python on the same jaxlib: the same programs, timed against themselves
+    if candidate.fields.get(
+        "same_code"
+    ):  # the same Python on the same jaxlib: the same programs, timed against themselves
         return readings.not_measured(
             "the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed",
             speed.budget,
@@ -107,11 +110,11 @@ def _speed_reach(env: EnvironmentOptions, baseline_inputs: dict[str, Any] | None
     return results_cache.fetch_speed_reach(env.cache_dir, baseline_inputs)
 
 
-def untimed_steps(candidate: dict[str, Any], reached: list[str] | None) -> str:
+def untimed_steps(candidate: RunRecord, reached: list[str] | None) -> str:
     """Why the candidate's training steps need no timing, or "" when they do: the candidate's modules were
     selected by the functions it changed (its record's ``selection``, without ``everything``), and the
     baseline's timed steps execute none of them (``reached``; None: not known, so timed)."""
-    chosen = candidate.get("selection")
+    chosen = candidate.fields.get("selection")
     if not chosen or chosen.get("everything") or reached is None:
         return ""
     changed = sorted(chosen.get("changed") or [])

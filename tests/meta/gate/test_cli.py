@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import cli, cli_parser
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.install import environments
 from optax_gate.gate.reuse import results_cache
 from optax_gate.gate.run import evidence, pytest_process, runner
@@ -781,14 +782,20 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(
     from optax_gate.gate import compare_flow
 
     monkeypatch.chdir(tmp_path)
-    rec = compare_flow.located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
-    assert rec["lock_file"] == str(ROOT / "requirements-lock.txt") and Path(rec["lock_file"]).is_file()
+    given = RunRecord(
+        "baseline", "ran", fields={"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"}
+    )
+    rec = compare_flow.located(given).fields
+    assert rec.get("lock_file") == str(ROOT / "requirements-lock.txt") and (ROOT / "requirements-lock.txt").is_file()
     assert (
-        rec["site_packages"] == "no/such/site-packages"
+        rec.get("site_packages") == "no/such/site-packages"
     )  # found nowhere: as it is (the diff says why it was not made)
     (tmp_path / "requirements-lock.txt").write_text("")
     assert (
-        compare_flow.located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"
+        compare_flow.located(RunRecord("baseline", "ran", fields={"lock_file": "requirements-lock.txt"})).fields.get(
+            "lock_file"
+        )
+        == "requirements-lock.txt"
     )  # found here
 
 

@@ -69,7 +69,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path: Path, monkeypatc
     monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))
     monkeypatch.setattr(pytest_process, "run_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path))
+    record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path)).to_json()
     assert sorted(calls) == [
         ("baseline", "tests/contracts", ""),
         ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG),
@@ -83,7 +83,7 @@ def test_run_fails_closed_when_the_multidevice_process_does(tmp_path: Path, monk
     monkeypatch.setattr(
         pytest_process, "run_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
     )
-    record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
+    record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path)).to_json()
     assert (
         record["status"] == "not-verified"
         and "timed out" in record["reason"]
@@ -92,7 +92,7 @@ def test_run_fails_closed_when_the_multidevice_process_does(tmp_path: Path, monk
     monkeypatch.setattr(
         pytest_process, "run_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a")
     )
-    record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
+    record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path)).to_json()
     assert record["status"] == "not-verified" and record["reason"].startswith(
         f"pytest ({devices.MULTIDEVICE_DIR}) ended with exit status 4"
     )

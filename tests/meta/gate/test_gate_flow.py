@@ -13,6 +13,7 @@ import pytest
 
 from optax_gate.gate import cli, cli_parser
 from optax_gate.gate.base.progress import Progress
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import EnvironmentOptions, GateOptions
 from optax_gate.gate.install import environments, extras
@@ -282,7 +283,10 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
         upstream_tests=True,
     )
     learned = gate_flow.Learned(pythons=(Path("b/python"), Path("c/python")), jax_envs=({"J": "b"}, {"J": "c"}))
-    records: Any = ({"status": "ran", "site_packages": "b/site"}, {"status": "ran", "site_packages": "c/site"})
+    records = (
+        RunRecord("baseline", "ran", fields={"site_packages": "b/site"}),
+        RunRecord("candidate", "ran", fields={"site_packages": "c/site"}),
+    )
     report: Any = {}
     gate_flow.upstream_cross_run(report, records, options, learned, Progress())
     ((sites, pythons, given),) = got
@@ -293,7 +297,7 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     )
     assert report == {"upstream_tests": {"x": 1}}
     gate_flow.upstream_cross_run(
-        report := cast(Any, {}), ({"status": "not-verified"}, records[1]), options, learned, Progress()
+        report := cast(Any, {}), (RunRecord("baseline", "not-verified"), records[1]), options, learned, Progress()
     )
     assert report == {} and len(got) == 1
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 import pytest
 
 from optax_gate.gate.base.progress import Progress
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.reuse import results_cache
 from optax_gate.gate.speed import readings
@@ -143,7 +144,7 @@ def test_every_gate_module_the_runner_imports_is_a_key_input() -> None:
     assert not missing
 
 
-def ran_record(units: Any) -> Any:
+def ran_record(units: Any) -> RunRecord:
     contracts = {f"{u.name}::test_{i}": {"api": "optax.x", "outcome": "passed"} for u in units for i in range(2)}
     warnings = [
         {
@@ -155,15 +156,17 @@ def ran_record(units: Any) -> Any:
         },
         {"when": "import", "category": "UserWarning", "message": "m", "module": "optax", "contracts": []},
     ]
-    return {
-        "label": "baseline",
-        "status": "ran",
-        "versions": {"optax": "0.2.6"},
-        "hypothesis_profile": "ci",
-        "pytest_plugins": {"loaded": [], "left_out": []},
-        "warnings": warnings,
-        "contracts": contracts,
-    }
+    return RunRecord.from_json(
+        {
+            "label": "baseline",
+            "status": "ran",
+            "versions": {"optax": "0.2.6"},
+            "hypothesis_profile": "ci",
+            "pytest_plugins": {"loaded": [], "left_out": []},
+            "warnings": warnings,
+            "contracts": contracts,
+        }
+    )
 
 
 def test_stored_modules_come_back_as_the_same_record(project: Any, tmp_path: Path) -> None:
@@ -175,13 +178,13 @@ def test_stored_modules_come_back_as_the_same_record(project: Any, tmp_path: Pat
     assert why == ""
     assert header is not None and all(c is not None for c in cached.values())
     got = results_cache.assemble("baseline", header, cast(dict[str, dict[str, Any]], cached))
-    assert got["contracts"] == record["contracts"] and got["warnings"] == record["warnings"]
-    assert got["versions"] == record["versions"] and got["status"] == "ran" and got["exitstatus"] == 0
+    assert got.contracts == record.contracts and got.fields["warnings"] == record.fields["warnings"]
+    assert got.versions == record.versions and got.status == "ran" and got.fields["exitstatus"] == 0
 
 
 def test_an_unverified_run_is_never_stored(project: Any, tmp_path: Path) -> None:
     units = results_cache.units(project)
-    record = {**ran_record(units), "status": "not-verified"}
+    record = dataclasses.replace(ran_record(units), status="not-verified")
     assert results_cache.store(tmp_path / "cache", inputs(project), record, units) == 0
     assert not (tmp_path / "cache").exists()
 
@@ -344,7 +347,7 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(
             dataclasses.replace(env, use_cache=use_cache),
             SpeedOptions(enabled=True, rounds=rounds),
             cand,
-            {"status": "ran"},
+            RunRecord("candidate", "ran"),
             sides=sides_speed.SpeedSides((Path("b"), Path("c"))),
         )
 
@@ -385,7 +388,14 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
     def speed(tag: Any, selection: Any, use_cache: Any = True) -> Any:
         cand = tmp_path / f"cand-{tag}.txt"
         cand.write_text(f"optax==0.2.6 --hash=sha256:{tag}\n")
-        record = {"status": "ran", **({"selection": selection} if selection is not None else {})}
+        record = RunRecord.from_json(
+            {
+                "label": "candidate",
+                "status": "ran",
+                "contracts": {},
+                **({"selection": selection} if selection is not None else {}),
+            }
+        )
         return sides_speed.measure_speed(
             dataclasses.replace(env, use_cache=use_cache),
             SpeedOptions(enabled=True, rounds=3),
@@ -433,7 +443,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path: Path, monke
         deadline = __import__("time").monotonic() + 10
         while len(read) < 2 and __import__("time").monotonic() < deadline:
             __import__("time").sleep(0.01)
-        return {"label": side.label, "status": "ran", "contracts": {}, "surfaces_read_by_then": len(read)}
+        return RunRecord(side.label, "ran", reason=f"{len(read)} surfaces read by then")
 
     monkeypatch.setattr(public_api, "cached_surface", surface)
     monkeypatch.setattr(sides, "contracts", contracts)
@@ -458,7 +468,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path: Path, monke
     )
     _base, cand = sides.run_both(made[0], made[1], env, Progress())
     assert [s for s, _ in read] == sites
-    assert cand["surfaces_read_by_then"] == 2  # read beside the contracts, not after them
+    assert cand.reason == "2 surfaces read by then"  # read beside the contracts, not after them
     # ... but not beside the checkpoints' copy: the reader's thread would hold the interpreter lock
     # at each of its files (a 0.02 s copy of 175 files took 6 s beside it)
     assert readers_at_checkpoints == [[]]

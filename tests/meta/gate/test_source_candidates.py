@@ -120,7 +120,7 @@ numpy==2.0.0 \\
 
 def test_the_lock_must_pin_the_built_wheel_by_its_own_hash(tmp_path: Path) -> None:
     digest, other = "a" * 64, "b" * 64
-    entry = {"package": "optax", "wheel": "optax-0.2.9.dev0-py3-none-any.whl", "sha256": digest}
+    entry: Any = {"package": "optax", "wheel": "optax-0.2.9.dev0-py3-none-any.whl", "sha256": digest}
     lock = tmp_path / "lock.txt"
     lock.write_text(LOCK_ENTRY.format(sha="1" * 40, digest=digest, other=other))
     source_specs.check_lock(lock, [entry])

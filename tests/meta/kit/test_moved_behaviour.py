@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.kit import moved_behaviour
 
 pytest_plugins = ["pytester"]
@@ -197,7 +198,7 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(
     record = runner.run(
         tmp_path / "python", "candidate", tmp_path / "out", env, probed=({"optax": "0.2.9"}, None, [], {})
     )
-    assert record["status"] == "not-verified"
+    assert record.status == "not-verified"
     assert seen and seen[0][moved_behaviour.BASELINE_ENV] == "0.2.8"
 
 
@@ -260,19 +261,21 @@ def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_hol
     crashes = moved_ledger.crash_lines([log, tmp_path / "missing.jsonl"])
     assert crashes == {f"t.py::{n}": f"ValueError: t.py::{n} moved" for n in ("new", "again", "holds")}
     record = {
+        "label": "rebaseline",
+        "status": "ran",
         "contracts": {
             "t.py::new": {"outcome": "failed", "api": "optax.a"},
             "t.py::again": {"outcome": "failed", "api": "optax.a"},
             "t.py::holds": {"outcome": "failed", "api": "optax.b"},
             "t.py::fine": {"outcome": "passed", "api": "optax.b"},
             "t.py::broken_fixture": {"outcome": "error", "api": "optax.c", "detail": "fixture 'x' not found"},
-        }
+        },
     }
     old = [
         moved_behaviour.Entry("t.py::again", ">=0.2.7", "TypeError", "0.2.7 raised TypeError"),
         moved_behaviour.Entry("t.py::holds", ">=0.2.7", "ValueError: .* moved", "0.2.7 moved it"),
     ]
-    entries, done = moved_ledger.accept(old, record, crashes, "0.2.8", "0.12.0.1")
+    entries, done = moved_ledger.accept(old, RunRecord.from_json(record), crashes, "0.2.8", "0.12.0.1")
     assert (
         done.entries == ["t.py::again", "t.py::new"]
         and done.narrowed == ["t.py::again"]
@@ -335,11 +338,14 @@ def _rebaseline(
                 for nid, o in outcomes.items()
             ],
         )
-        return {
-            "status": "ran",
-            "versions": {"optax": "0.2.8", "jax": "0.12.0.1"},
-            "contracts": {nid: {"outcome": o, "api": "optax.adam", "detail": "d"} for nid, o in outcomes.items()},
-        }
+        return RunRecord.from_json(
+            {
+                "label": label,
+                "status": "ran",
+                "versions": {"optax": "0.2.8", "jax": "0.12.0.1"},
+                "contracts": {nid: {"outcome": o, "api": "optax.adam", "detail": "d"} for nid, o in outcomes.items()},
+            }
+        )
 
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "env" / "bin" / "python")
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import first_parent, release_commit
@@ -132,7 +133,10 @@ def _env(project: Any) -> Any:
 
 
 def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> Any:
-    return compare.compare(record("baseline", "0.1.0", baseline), record("candidate", "0.2.0", candidate))
+    return compare.compare(
+        RunRecord.from_json(record("baseline", "0.1.0", baseline)),
+        RunRecord.from_json(record("candidate", "0.2.0", candidate)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -564,7 +568,7 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
     team = {"api": "optax.sgd", "guide": "team: train.py", "kind": "golden", "team": "contracts"}
     base["contracts"]["contracts/test_sgd.py::test_step"] = {**team, "outcome": "passed", "detail": ""}
     cand["contracts"]["contracts/test_sgd.py::test_step"] = {**team, "outcome": "error", "detail": "TypeError: x"}
-    report = compare.compare(base, cand)
+    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     assert {r["id"]: r.get("team") for r in report["contracts"]}["contracts/test_sgd.py::test_step"] == "contracts"
     probed: list[list[str]] = []
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import cli
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import matrix_page as report_matrix
@@ -47,7 +48,11 @@ def merged() -> Any:
         "optax-0.2.8": record(golden_a="passed", golden_b="failed"),
         "jax-0.12.0.1": record(golden_a="passed", golden_b="passed"),
     }
-    return matrix.merge(base, runs, {"environments": [e.to_json() for e in envs], "discovered": found})
+    return matrix.merge(
+        RunRecord.from_json(base),
+        {name: RunRecord.from_json(run) for name, run in runs.items()},
+        {"environments": [e.to_json() for e in envs], "discovered": found},
+    )
 
 
 def test_merge_gives_each_environment_its_verdict_and_reason() -> None:
@@ -171,7 +176,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(
     ) -> Any:
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
-        return {**record(golden_a=outcomes[label]), "label": label, **extra}
+        return RunRecord.from_json({**record(golden_a=outcomes[label]), "label": label, **extra})
 
     monkeypatch.setattr(runner, "run", fake_run)
     req_in = tmp_path / "requirements.in"

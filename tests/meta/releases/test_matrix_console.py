@@ -16,6 +16,7 @@ import pytest
 from optax_gate.gate import cli, sides_prepare
 from optax_gate.gate.base import progress
 from optax_gate.gate.base.heartbeat import Heartbeat
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
@@ -53,7 +54,7 @@ def fake_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         outcome = state["outcomes"].get(label)
         if outcome is None:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
-        return {**record(golden_a=outcome), "label": label, **extra}
+        return RunRecord.from_json({**record(golden_a=outcome), "label": label, **extra})
 
     monkeypatch.setattr(runner, "run", fake_run)
     # the import check runs before the contracts (a side that cannot import stops at once): it passes here
@@ -128,7 +129,7 @@ def test_the_console_says_the_baseline_was_taken_from_the_cache(
     def look_up(
         side: Any, lock: Any, args: Any, say: Any
     ) -> None:  # every contract module of the baseline found in the cache
-        side.record = {**cached, **side.extra}
+        side.record = RunRecord.from_json({**cached, **side.extra})
 
     monkeypatch.setattr(sides_prepare, "look_up", look_up)
     assert cli.main(["matrix", "--only", "baseline", *fake_matrix["args"]]) == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import cli
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
@@ -78,11 +79,9 @@ def test_upstream_columns_are_built_from_source_and_marked_unreleased(
     monkeypatch.setattr(
         runner,
         "run",
-        lambda python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra: {
-            **record(golden_a="failed" if label == "optax-main" else "passed"),
-            "label": label,
-            **extra,
-        },
+        lambda python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra: RunRecord.from_json(
+            {**record(golden_a="failed" if label == "optax-main" else "passed"), "label": label, **extra}
+        ),
     )
     # the plan reads the baseline's pins (releases from the fake index); the environments resolve a
     # tiny requirement set of the two packages, so uv needs no index: only the wheels built here

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import cli
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import discovery
@@ -115,7 +116,7 @@ def _fan_out(
     ) -> Any:
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
-        return {**record(golden_a=outcomes[label]), "label": label, **extra}
+        return RunRecord.from_json({**record(golden_a=outcomes[label]), "label": label, **extra})
 
     monkeypatch.setattr(runner, "run", fake_run)
     calls = []

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.judge import compare
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import markdown as report_markdown
@@ -191,7 +192,9 @@ def _gate_report(speed_result: Any) -> Any:
             }
         },
     }
-    report = compare.compare({**record, "label": "baseline"}, {**record, "label": "candidate"})
+    report = compare.compare(
+        RunRecord.from_json({**record, "label": "baseline"}), RunRecord.from_json({**record, "label": "candidate"})
+    )
     return assemble.with_speed(report, speed_result)
 
 
@@ -246,7 +249,11 @@ def test_the_matrix_has_one_speed_row_with_a_cell_per_environment() -> None:
         "flax-9": {"label": "flax-9", "status": "not-verified", "reason": "install failed", "contracts": {}},
     }
     envs = [{"name": n, "specs": [n], "why": ""} for n in runs]
-    report = matrix.merge(base, runs, {"environments": envs, "discovered": {"optax": ["0.2.8"]}})
+    report = matrix.merge(
+        RunRecord.from_json(base),
+        {name: RunRecord.from_json(run) for name, run in runs.items()},
+        {"environments": envs, "discovered": {"optax": ["0.2.8"]}},
+    )
     md = report_matrix.markdown(report)
     row = next(line for line in md.splitlines() if line.startswith("| speed"))
     assert "changed: nnx-sgd-momentum step time x3." in row and "within noise (step times" in row and "not run" in row

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import dependencies, unseen
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.judge import compare
@@ -238,8 +239,13 @@ def sample_report(tmp_path: Path, candidate_ran: Any = True) -> Any:
         lock_file=str(tmp_path / "new.txt"),
         warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")),
     )
-    report = compare.compare(base, cand)
-    return assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(fail_on_new_deprecations=True)))
+    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
+    return assemble.with_beyond(
+        report,
+        unseen.beyond(
+            report, RunRecord.from_json(base), RunRecord.from_json(cand), ScopeOptions(fail_on_new_deprecations=True)
+        ),
+    )
 
 
 @pytest.mark.parametrize("candidate_ran", [True, False])
@@ -251,7 +257,9 @@ def test_reports_validate_against_the_json_schema(tmp_path: Path, candidate_ran:
     jsonschema.Draft202012Validator.check_schema(schema)
     report = json.loads(report_json.render(sample_report(tmp_path, candidate_ran)))
     jsonschema.validate(report, schema)
-    crashed = compare.compare(record(), record())  # what the gate writes after crashing: no sections, still schema 3
+    crashed = compare.compare(
+        RunRecord.from_json(record()), RunRecord.from_json(record())
+    )  # what the gate writes after crashing: no sections, still schema 3
     jsonschema.validate(json.loads(report_json.render(crashed)), schema)
     broken = dict(report, schema=1)
     with pytest.raises(jsonschema.ValidationError):

@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.judge import compare
 from tests.meta.support.records import record
 
@@ -44,12 +45,15 @@ def test_classify_known_defect(base: Any, cand: Any, change: Any) -> None:
 
 
 def test_all_unchanged_passes() -> None:
-    r = compare.compare(record(golden_a="passed"), record(golden_a="passed"))
+    r = compare.compare(RunRecord.from_json(record(golden_a="passed")), RunRecord.from_json(record(golden_a="passed")))
     assert r["verdict"] == "pass" and r["reasons"] == [] and r["summary"]["unchanged"] == 1
 
 
 def test_a_broken_contract_fails_and_carries_the_candidate_detail() -> None:
-    r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="passed", golden_b="failed"))
+    r = compare.compare(
+        RunRecord.from_json(record(golden_a="passed", golden_b="passed")),
+        RunRecord.from_json(record(golden_a="passed", golden_b="failed")),
+    )
     assert r["verdict"] == "fail"
     assert r["contracts"][0] == {
         "id": "golden_b",
@@ -65,7 +69,9 @@ def test_a_broken_contract_fails_and_carries_the_candidate_detail() -> None:
 
 
 def test_snapshot_drift_is_changed_not_a_failure() -> None:
-    r = compare.compare(record(snapshot_a="passed"), record(snapshot_a="failed"))
+    r = compare.compare(
+        RunRecord.from_json(record(snapshot_a="passed")), RunRecord.from_json(record(snapshot_a="failed"))
+    )
     assert r["verdict"] == "pass" and r["summary"]["changed"] == 1
 
 
@@ -73,7 +79,7 @@ def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken() -> None:
     base, cand = record(golden_a="passed"), record(golden_a="failed")
     for rec in (base, cand):
         rec["contracts"]["golden_a"]["defect"] = "clip-index-error: raises IndexError"
-    r = compare.compare(base, cand)
+    r = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     assert r["verdict"] == "pass" and r["contracts"][0]["change"] == "fixed"
     assert r["contracts"][0]["detail"] == (
         "known upstream defect no longer reproduces (clip-index-error: raises IndexError); now: failed detail"
@@ -81,7 +87,7 @@ def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken() -> None:
 
 
 def test_fixed_keeps_the_baseline_failure_as_detail() -> None:
-    r = compare.compare(record(golden_a="failed"), record(golden_a="passed"))
+    r = compare.compare(RunRecord.from_json(record(golden_a="failed")), RunRecord.from_json(record(golden_a="passed")))
     assert r["verdict"] == "pass" and r["contracts"][0]["detail"] == "was: failed detail"
     assert r["notes"] == ["1 contract(s) already fail in the baseline"]
 
@@ -109,20 +115,23 @@ def test_fixed_keeps_the_baseline_failure_as_detail() -> None:
     ids=["import", "baseline-install", "zero-contracts", "gone"],
 )
 def test_missing_evidence_is_not_verified(baseline: Any, candidate: Any, reason: Any) -> None:
-    r = compare.compare(baseline, candidate)
+    r = compare.compare(RunRecord.from_json(baseline), RunRecord.from_json(candidate))
     assert r["verdict"] == "not-verified" and reason in r["reasons"]
     assert compare.EXIT_STATUS[r["verdict"]] == 2
 
 
 def test_not_verified_wins_over_broken() -> None:
-    r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="failed"))
+    r = compare.compare(
+        RunRecord.from_json(record(golden_a="passed", golden_b="passed")),
+        RunRecord.from_json(record(golden_a="failed")),
+    )
     assert r["verdict"] == "not-verified" and r["summary"]["broken"] == 1
 
 
 def test_rows_are_ordered_by_severity() -> None:
     r = compare.compare(
-        record(golden_a="passed", golden_b="passed", golden_c="failed"),
-        record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed"),
+        RunRecord.from_json(record(golden_a="passed", golden_b="passed", golden_c="failed")),
+        RunRecord.from_json(record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed")),
     )
     assert [row["change"] for row in r["contracts"]] == ["broken", "fixed", "new", "unchanged"]
 
@@ -130,7 +139,7 @@ def test_rows_are_ordered_by_severity() -> None:
 def _failing_both(base_detail: Any, cand_detail: Any, outcome: Any = "failed") -> Any:
     base, cand = record(golden_a=outcome), record(golden_a=outcome)
     base["contracts"]["golden_a"]["detail"], cand["contracts"]["golden_a"]["detail"] = base_detail, cand_detail
-    return compare.compare(base, cand)["contracts"][0]
+    return compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))["contracts"][0]
 
 
 @pytest.mark.parametrize(
@@ -172,7 +181,7 @@ def test_a_finding_of_contracts_that_fail_differently_says_so_once() -> None:
     base, cand = record(golden_a="failed"), record(golden_a="failed")
     base["contracts"]["golden_a"]["detail"] = "ValueError: Shape mismatch: got (4, 5) and (5,)."
     cand["contracts"]["golden_a"]["detail"] = "ValueError: Shapes differ: got (4, 5) and (5,)."
-    (finding,) = compare.compare(base, cand)["findings"]
+    (finding,) = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))["findings"]
     assert finding["change"] == "changed"
     assert (
         finding["cause"].startswith("fails differently: ValueError: Shapes differ")
@@ -195,9 +204,9 @@ def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed() -> None:
     base["contracts"]["golden_a"]["detail"] = absent
     for side in (base, cand):
         side["contracts"]["golden_c"]["detail"] = absent
-    rows = {r["id"]: r for r in compare.compare(base, cand)["contracts"]}
+    rows = {r["id"]: r for r in compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))["contracts"]}
     assert rows["golden_a"]["change"] == "new" and rows["golden_a"]["baseline"] is None
     assert rows["golden_b"]["change"] == "changed"
     assert "golden_c" not in rows
-    rows = {r["id"]: r for r in compare.compare(cand, base)["contracts"]}
+    rows = {r["id"]: r for r in compare.compare(RunRecord.from_json(cand), RunRecord.from_json(base))["contracts"]}
     assert rows["golden_a"]["change"] == "gone"

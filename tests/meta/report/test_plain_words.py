@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate.base import details, drift, plain_text
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.judge import findings
@@ -222,8 +223,8 @@ def test_a_compilation_cache_warning_is_never_the_candidates() -> None:
     report: Any = {"contracts": [{"id": c, "api": a} for c, a in apis.items()]}
     section = unseen.warnings_section(
         report,
-        {"status": "ran", "warnings": _folded()},
-        {"status": "ran", "warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]},
+        RunRecord("baseline", "ran", fields={"warnings": _folded()}),
+        RunRecord("candidate", "ran", fields={"warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]}),
         False,
     )
     assert section["rows"] == [] and section["own"] == {"baseline": 0, "candidate": 1, "discarded": 1}
@@ -397,7 +398,7 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
         how,
         probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}),
     )
-    assert record["compilation_cache_discarded"] == ["jit_g-2-cache"]
+    assert record.fields.get("compilation_cache_discarded") == ["jit_g-2-cache"]
     assert sorted(p.name for p in folder.iterdir()) == ["jit_f-1-cache"]
 
 

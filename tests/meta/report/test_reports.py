@@ -3,6 +3,7 @@
 import json
 from typing import Any
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
@@ -20,7 +21,7 @@ def sample() -> Any:
     base["versions"] = {"optax": "0.2.6", "jax": "0.11.2"}
     cand["versions"] = {"optax": "0.2.8", "jax": "0.11.2"}
     base["requirements"], cand["requirements"] = ["lock file requirements-lock.txt"], ["optax==0.2.8"]
-    return compare.compare(base, cand)
+    return compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
 
 
 def test_markdown_puts_the_verdict_first_then_broken_changed_fixed() -> None:

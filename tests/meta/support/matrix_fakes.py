@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from optax_gate.gate.base import details
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.matrix import plan as matrix
 from tests.meta.support.records import record
 from tests.meta.support.reports import REAL
@@ -102,5 +103,7 @@ def real_matrix() -> Any:
         "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"},
     }
     return matrix.merge(
-        base, runs, {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}}
+        RunRecord.from_json(base),
+        {name: RunRecord.from_json(run) for name, run in runs.items()},
+        {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}},
     )

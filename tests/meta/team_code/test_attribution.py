@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.public_api import POSITIONAL, Param
@@ -99,7 +100,7 @@ def _report(tmp_path: Path, team_text: Any = TEAM) -> Any:
     team.mkdir(exist_ok=True)
     (team / "train.py").write_text(team_text)
     scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
-    report: Any = compare.compare(base, cand)
+    report: Any = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     from optax_gate.gate.team_code import call_sites
 
     report = call_sites.annotated(report, scan)
@@ -302,7 +303,7 @@ def _decay_report(tmp_path: Path, configuration: Any = None, passes: Any = PASSE
     team.mkdir(exist_ok=True)
     (team / "train.py").write_text(TEAM)
     scan = usage.scan([team], base=team)
-    report: Any = compare.compare(base, cand)
+    report: Any = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     from optax_gate.gate.team_code import call_sites
 
     report = call_sites.annotated(report, scan)

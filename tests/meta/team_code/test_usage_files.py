@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.report import surface_section
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
@@ -158,9 +159,15 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path: Path, t
     from tests.meta.support.schema_and_locks import SCHEMA
 
     base, cand = record(golden_a="passed"), record(golden_a="passed")
-    report = compare.compare(base, cand)
+    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     report = assemble.with_beyond(
-        report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
+        report,
+        unseen.beyond(
+            report,
+            RunRecord.from_json(base),
+            RunRecord.from_json(cand),
+            ScopeOptions(usage_scan=usage.scan([team], base=team)),
+        ),
     )
     assert report["usage"] is not None
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
@@ -181,8 +188,8 @@ def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path
     team.mkdir()
     (team / "broken.py").write_text("import chex\n\ndef f(:\n")  # chex: removed in NEW_LOCK
     section = unseen.dependencies_section(
-        {"lock_file": str(tmp_path / "old.txt")},
-        {"lock_file": str(tmp_path / "new.txt")},
+        RunRecord("baseline", "ran", fields={"lock_file": str(tmp_path / "old.txt")}),
+        RunRecord("candidate", "ran", fields={"lock_file": str(tmp_path / "new.txt")}),
         None,
         None,
         usage.scan([team], base=team),

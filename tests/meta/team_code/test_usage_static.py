@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.public_api import POSITIONAL, Param
@@ -55,7 +56,10 @@ def _gate(
     for name, text in files.items():
         (team / name).write_text(text)
     scan = usage.scan([team], base=team)
-    report: Any = compare.compare(_record("passed", "", configuration), _record("failed", detail, configuration))
+    report: Any = compare.compare(
+        RunRecord.from_json(_record("passed", "", configuration)),
+        RunRecord.from_json(_record("failed", detail, configuration)),
+    )
     assert report["verdict"] == "fail"
     report["usage"] = scan.to_json()
     report = call_sites.annotated(report, scan)
@@ -337,7 +341,7 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     cand = {**base, "contracts": {"test_training_recipes.py::test_none": row}}
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adamw(1e-2)\nclip = optax.clip_by_global_norm(1.0)\n")
     scan = usage.scan([tmp_path], base=tmp_path)
-    report: Any = compare.compare(base, cand)
+    report: Any = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     got = report["findings"][0]["your_code_attribution"]["train.py:2"]
@@ -393,7 +397,7 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
     cand = {**base, "contracts": {"test_training_recipes.py::test_r": row}}
     (tmp_path / "train.py").write_text(f"import jax.numpy as jnp\nimport optax\ntx = {call}\n")
     scan = usage.scan([tmp_path], base=tmp_path)
-    report: Any = compare.compare(base, cand)
+    report: Any = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     report = call_sites.annotated(report, scan)
     clip = (Param("max_norm", POSITIONAL),)
     attribution.attribute(
@@ -585,7 +589,7 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
     )
     (tmp_path / "b.py").write_text("from optax.monte_carlo import score_function_jacobians\n")
     scan = usage.scan([tmp_path], base=tmp_path)
-    report: Any = compare.compare(base, cand)
+    report: Any = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
     report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known())
     got = report["findings"][0]["your_code_attribution"]

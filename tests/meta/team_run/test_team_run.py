@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import team_run_output
@@ -257,7 +258,7 @@ def _report(broken_api: str) -> Any:
             },
         }
 
-    return compare.compare(record("passed"), record("failed"))
+    return compare.compare(RunRecord.from_json(record("passed")), RunRecord.from_json(record("failed")))
 
 
 def _team(outcome: Any, causes: Any = ()) -> Any:

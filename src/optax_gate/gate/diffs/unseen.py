@@ -11,6 +11,7 @@ from typing import Any, Literal, cast
 
 from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import named_list, shorten
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.inputs.options import ScopeOptions
@@ -114,17 +115,17 @@ def surface_section(
 
 
 def warnings_section(
-    report: model.Report, baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool
+    report: model.Report, baseline: RunRecord, candidate: RunRecord, fail_on_new_deprecations: bool
 ) -> model.Warnings:
     """The ``warnings`` section: every warning, import-time ones included;
     only the import-time ones when the candidate's contracts did not run."""
     apis = {r["id"]: r["api"] for r in report.get("contracts", [])}
-    base, cand = baseline.get("warnings") or [], candidate.get("warnings") or []
+    base, cand = baseline.fields.get("warnings") or [], candidate.fields.get("warnings") or []
     reason = ""
-    if candidate.get("status") != "ran" or baseline.get("status") != "ran":
+    if not candidate.ran or not baseline.ran:
         base, cand = [w for w in base if w["when"] == "import"], [w for w in cand if w["when"] == "import"]
         reason = "contracts did not run in both environments: import-time warnings only"
-    if "warnings" not in baseline or "warnings" not in candidate:
+    if "warnings" not in baseline.fields or "warnings" not in candidate.fields:
         return {
             "status": "unavailable",
             "reason": "no warning records (an environment was not probed)",
@@ -140,11 +141,11 @@ def warnings_section(
         "fail_on_new_deprecations": fail_on_new_deprecations,
     }
     own = {
-        side: len(warnings_diff.own(record.get("warnings") or []))
+        side: len(warnings_diff.own(record.fields.get("warnings") or []))
         for side, record in (("baseline", baseline), ("candidate", candidate))
     }
     if any(own.values()):  # JAX about the gate's compilation cache: neither side's warning
-        discarded = sum(len(r.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
+        discarded = sum(len(r.fields.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
         section["own"] = {"baseline": own["baseline"], "candidate": own["candidate"], "discarded": discarded}
         section["reason"] = "; ".join(
             filter(
@@ -164,8 +165,8 @@ def warnings_section(
 
 
 def dependencies_section(
-    baseline: dict[str, Any],
-    candidate: dict[str, Any],
+    baseline: RunRecord,
+    candidate: RunRecord,
     base_site: Path | None,
     cand_site: Path | None,
     uses: list[usage.Use] | usage.Scan | None,
@@ -179,8 +180,9 @@ def dependencies_section(
         "baseline": dependencies.wheel_tags(base_site),
         "candidate": dependencies.wheel_tags(cand_site),
     }
-    locks = [Path(r.get("lock_file") or "") for r in (baseline, candidate)]
-    if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
+    named = [r.fields.get("lock_file") for r in (baseline, candidate)]
+    locks = [Path(name or "") for name in named]
+    if not all(named) or not all(p.is_file() for p in locks):
         return {
             "status": "unavailable",
             "reason": "a resolved lock file is missing (resolution failed?)",
@@ -384,8 +386,8 @@ class Beyond:
 
 def beyond(
     report: model.Report,
-    baseline: dict[str, Any],
-    candidate: dict[str, Any],
+    baseline: RunRecord,
+    candidate: RunRecord,
     scope: ScopeOptions | None = None,
     packages: tuple[str, ...] = public_api.DEFAULT_PACKAGES,
 ) -> Beyond:
@@ -402,7 +404,7 @@ def beyond(
     (``optax_gate.gate.team_code.call_sites``)."""
     scope = scope or ScopeOptions()
     scan = scope.usage_scan if scope.usage_scan is not None else usage.scan(list(scope.usage)) if scope.usage else None
-    sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
+    sites = [Path(site) if (site := r.fields.get("site_packages")) else None for r in (baseline, candidate)]
     view: model.Report = {**report, "usage": None if scan is None else scan.to_json()}
     start = time.monotonic()
     view["surface"] = surface_section(sites[0], sites[1], packages, scan, contracted_paths(report))

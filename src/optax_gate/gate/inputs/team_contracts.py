@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
+from optax_gate.gate.base.run_record import ContractResult
 from optax_gate.gate.inputs import validate
 
 PATTERN = "test_*.py"
@@ -73,14 +73,14 @@ def pytest_args(folders: list[Path], project_root: Path) -> list[str]:
     return ["-c", str(root / "pyproject.toml"), "--rootdir", str(root), *(str(Path(f).absolute()) for f in folders)]
 
 
-def rename(contracts: dict[str, dict[str, Any]], folders: list[Path], ours: str) -> dict[str, dict[str, Any]]:
+def rename(contracts: dict[str, ContractResult], folders: list[Path], ours: str) -> dict[str, ContractResult]:
     """``contracts`` (id -> record) with the ids of the team's contracts
     (those not under ``ours``, e.g. ``tests/contracts``) prefixed with their
     folder's :func:`label` and marked ``team``; the first folder holding the
     module wins."""
     if not folders:
         return contracts
-    out = {}
+    out: dict[str, ContractResult] = {}
     for cid, rec in contracts.items():
         module = cid.split("::", 1)[0]
         owner = None if cid.startswith(ours + "/") else next((f for f in folders if (Path(f) / module).is_file()), None)
@@ -106,7 +106,7 @@ def digest(folders: list[Path]) -> str:
     return h.hexdigest()
 
 
-def failing_at_baseline(baseline_contracts: dict[str, dict[str, Any]]) -> list[str]:
+def failing_at_baseline(baseline_contracts: dict[str, ContractResult]) -> list[str]:
     """Ids of the team's contracts that failed or errored in the baseline."""
     return sorted(
         cid for cid, rec in baseline_contracts.items() if rec.get("team") and rec.get("outcome") in ("failed", "error")

@@ -11,11 +11,12 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from optax_gate.gate.base import model
 from optax_gate.gate.inputs.requirements import canonical_name
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.inputs.validate import InvalidInput
@@ -41,7 +42,7 @@ class SourceSpec:
 class SourceFailure(Exception):
     """A source candidate could not be built; ``record`` describes it for the report."""
 
-    def __init__(self, message: str, record: dict[str, Any]):
+    def __init__(self, message: str, record: model.SourceBuild):
         super().__init__(message)
         self.record = record
 
@@ -167,18 +168,18 @@ def split(specs: list[str], options: list[str] | None) -> tuple[list[str], list[
     return plain, sources
 
 
-def record(source: SourceSpec, built: source_build.BuiltWheel | None = None, message: str = "") -> dict[str, Any]:
+def record(source: SourceSpec, built: source_build.BuiltWheel | None = None, message: str = "") -> model.SourceBuild:
     """What the report says of one source candidate: ``{"package", "given",
     "repository", "ref", "status": "built" | "failed", "commit": {"sha",
     "short", "date", "subject", "pr"} | null, "wheel", "sha256", "dirty":
     [paths with uncommitted changes], "message"}``."""
-    out: dict[str, Any] = {
-        "package": source.name,
+    out: model.SourceBuild = {
+        "package": cast(Literal["optax", "flax"], source.name),  # from_spec and from_option take only these
         "given": source.given,
         "repository": source.repo,
         "ref": source.ref,
         "status": "built" if built else "failed",
-        "commit": asdict(built.commit) if built else None,
+        "commit": cast(model.SourceCommit, asdict(built.commit)) if built else None,
         "wheel": built.path.name if built else None,
         "sha256": built.sha256 if built else None,
         "dirty": [],
@@ -194,7 +195,7 @@ def record(source: SourceSpec, built: source_build.BuiltWheel | None = None, mes
 
 def build(
     sources: list[SourceSpec], cache_dir: Path, timeout: float, say: Callable[[str], None] = lambda message: None
-) -> tuple[list[str], list[dict[str, Any]]]:
+) -> tuple[list[str], list[model.SourceBuild]]:
     """Build (or take from the cache) each source candidate's wheel.
 
     Returns:
@@ -235,7 +236,7 @@ def pinned_hashes(lock_text: str, name: str) -> tuple[str | None, list[str]]:
     return url, hashes
 
 
-def check_lock(lock: Path, records: list[dict[str, Any]]) -> None:
+def check_lock(lock: Path, records: list[model.SourceBuild]) -> None:
     """Fail closed unless the compiled lock pins each built wheel by exactly its SHA-256.
 
     Raises:
@@ -244,7 +245,7 @@ def check_lock(lock: Path, records: list[dict[str, Any]]) -> None:
     text = lock.read_text(encoding="utf-8")
     for entry in records:
         url, hashes = pinned_hashes(text, entry["package"])
-        if url is None or not url.endswith("/" + entry["wheel"]) or hashes != [entry["sha256"]]:
+        if url is None or not url.endswith(f"/{entry['wheel']}") or hashes != [entry["sha256"]]:
             message = (
                 f"the candidate lock does not pin the {entry['package']} wheel built from source by its SHA-256 "
                 f"{entry['sha256']} (found {url or 'no entry'} with {hashes or 'no hash'})"

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any, Literal, cast
 
 from optax_gate.gate.base import model, plain_text
+from optax_gate.gate.base.run_record import ContractResult, RunRecord
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.judge import verdict as verdict_
@@ -47,7 +48,7 @@ def fails_differently(baseline_detail: str, candidate_detail: str) -> bool:
     return outcomes.failure_signature(baseline_detail) != outcomes.failure_signature(candidate_detail)
 
 
-def _configuration(meta: dict[str, Any]) -> dict[str, str]:
+def _configuration(meta: ContractResult) -> dict[str, str]:
     """The keywords a contract's configuration marker fixes (``optax_gate.pytest_plugin``), or {}."""
     try:
         value = json.loads(meta.get("configuration") or "{}")
@@ -56,15 +57,12 @@ def _configuration(meta: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report:
+def compare(baseline: RunRecord, candidate: RunRecord) -> model.Report:
     """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.diffs.unseen``)
     from two environment runs.
 
     Args:
-      baseline, candidate: run records as written by ``optax_gate.gate.run.runner``:
-        ``{"label", "requirements", "versions", "status": "ran" |
-        "not-verified", "reason", "contracts": {id: {"api", "guide", "kind",
-        "outcome", "detail"}}, ...}``.
+      baseline, candidate: the two sides' run records.
 
     Returns:
       ``{"schema": 3, "verdict", "reasons", "notes", "summary", "findings",
@@ -72,11 +70,13 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report
       change severity, then id; ``findings`` groups the differing contracts
       by API and cause, then by upstream cause (``optax_gate.gate.judge.causes.of_report``).
     """
-    base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
+    base_c, cand_c = baseline.contracts, candidate.contracts
     rows: list[model.ContractRow] = []
     for cid in sorted(set(base_c) | set(cand_c)):
         b, c = base_c.get(cid), cand_c.get(cid)
         meta = c or b
+        if meta is None:
+            raise AssertionError("a contract of one side at least")
         b, c = (
             None if r and r["outcome"] == "skipped" and findings.ABSENT_API in (r.get("detail") or "") else r
             for r in (b, c)
@@ -131,8 +131,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report
 
     reasons = []
     for name, run in (("baseline", baseline), ("candidate", candidate)):
-        if run.get("status") != "ran":
-            reasons.append(f"{name} not verified: {run.get('reason') or 'no reason recorded'}")
+        if not run.ran:
+            reasons.append(f"{name} not verified: {run.reason or 'no reason recorded'}")
     refused = [r.partition("invalid input: ")[2] for r in reasons]
     if len(refused) == 2 and refused[0] and refused[0] == refused[1]:
         reasons = [f"not run: invalid input: {refused[0]}"]  # both sides refused for one reason: said once
@@ -149,16 +149,16 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report
             )
     failing_base = sum(1 for r in base_c.values() if r["outcome"] in _FAILING)
     notes = [f"{failing_base} contract(s) already fail in the baseline"] if failing_base else []
-    if same := candidate.get("same_code"):  # gate.reuse.same_code: outcomes taken, not run
+    if same := candidate.fields.get("same_code"):  # gate.reuse.same_code: outcomes taken, not run
         notes.insert(
             0,
             f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
             "so each of its outcomes is the baseline's (`--no-cache` runs them)",
         )
-    elif chosen := candidate.get(
+    elif chosen := candidate.fields.get(
         "selection"
     ):  # gate.reuse.selection: the modules that execute no changed function taken
-        notes.insert(0, selection_note(chosen, candidate.get("from_cache")))
+        notes.insert(0, selection_note(chosen, candidate.fields.get("from_cache")))
 
     verdict, reasons = verdict_.of_contracts(reasons, summary["broken"])
     return {
@@ -167,14 +167,16 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report
         "reasons": reasons,
         "notes": notes,
         "summary": {k: summary.get(k, 0) for k in CHANGES},
-        "findings": causes.of_report(rows, candidate_ran=candidate.get("status") == "ran"),
-        # the run records (``runner``'s JSON) less what the report does not carry
-        "baseline": cast(model.BaselineRecord, {k: v for k, v in baseline.items() if k not in ("contracts", "reach")}),
-        "candidate": cast(
-            model.CandidateRecord, {k: v for k, v in candidate.items() if k not in ("contracts", "reach")}
-        ),
+        "findings": causes.of_report(rows, candidate_ran=candidate.ran),
+        "baseline": cast(model.BaselineRecord, _reported(baseline)),
+        "candidate": cast(model.CandidateRecord, _reported(candidate)),
         "contracts": rows,
     }
+
+
+def _reported(record: RunRecord) -> dict[str, Any]:
+    """A run record as the report carries it: its JSON less its contracts (the report's rows) and its reach."""
+    return {k: v for k, v in record.to_json().items() if k not in ("contracts", "reach")}
 
 
 def _in_part(apis: dict[str, list[str]]) -> str:
@@ -187,7 +189,7 @@ def _in_part(apis: dict[str, list[str]]) -> str:
     )
 
 
-def selection_note(chosen: dict[str, Any], from_cache: dict[str, Any] | None = None) -> str:
+def selection_note(chosen: model.Selection, from_cache: model.FromCache | None = None) -> str:
     """The report's note on a candidate that ran only the modules reaching a changed function
     (``gate.reuse.selection``),
     or on one that ran every module although a selection was tried (those its own cache held excepted), and why."""

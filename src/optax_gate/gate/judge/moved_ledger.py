@@ -18,9 +18,9 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from optax_gate.gate.base import atomic
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.kit import moved_behaviour
 
 HEADER = """\
@@ -84,7 +84,7 @@ def crash_lines(reportlogs: list[Path]) -> dict[str, str]:
 
 def accept(
     ledger: list[moved_behaviour.Entry],
-    record: dict[str, Any],
+    record: RunRecord,
     crashes: dict[str, str],
     version: str,
     jax_version: str = "",
@@ -95,7 +95,7 @@ def accept(
     done = Accepted()
     out = list(ledger)
     where = f"optax {version}" + (f", jax {jax_version}" if jax_version else "")
-    for cid, result in sorted((record.get("contracts") or {}).items()):
+    for cid, result in sorted(record.contracts.items()):
         if result.get("outcome") not in ("failed", "error"):
             continue
         first = crashes.get(cid, "")

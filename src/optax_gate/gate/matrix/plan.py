@@ -5,11 +5,13 @@ How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from packaging.version import Version
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.judge import compare, verdict
@@ -104,7 +106,7 @@ BEYOND = ("surface", "warnings", "dependencies")
 CROSS_RUN_PHASE = "gate error in the upstream tests cross-run (--upstream-tests): "
 
 
-def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
+def upstream_row(run: RunRecord, expected: bool) -> dict[str, Any] | None:
     """An environment's cross-run of optax's own tests (``upstream_tests``
     in its run record, written by ``matrix --upstream-tests``) for the merged
     report: None when its contracts did not run, or when the run record has
@@ -114,9 +116,9 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
     [{"label", "files", "ran", "failed", "seconds", "kinds", "control"}],
     "findings"}`` (``kinds``: failures per class, ``upstream.failures.classify``;
     ``findings``: the cross-run's, in the gate's finding form)."""
-    if run.get("status") != "ran":
+    if not run.ran:
         return None
-    section = run.get("upstream_tests")
+    section: Mapping[str, Any] | None = run.fields.get("upstream_tests")
     if section is None:
         return (
             {
@@ -154,8 +156,8 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
 
 
 def merge(
-    baseline: dict[str, Any],
-    runs: dict[str, dict[str, Any]],
+    baseline: RunRecord,
+    runs: dict[str, RunRecord],
     planned: dict[str, Any],
     packages: tuple[str, ...] | None = None,
     upstream_tests: bool = False,
@@ -202,12 +204,7 @@ def merge(
     env_rows: list[dict[str, Any]] = []
     cells: dict[str, dict[str, Any]] = {}
     for env in environments:
-        run = runs.get(env["name"]) or {
-            "label": env["name"],
-            "status": "not-verified",
-            "reason": "no run record",
-            "contracts": {},
-        }
+        run = runs.get(env["name"]) or RunRecord(env["name"], "not-verified", "no run record")
         report = compare.compare(baseline, run)
         beyond = None
         if packages is not None:
@@ -224,16 +221,16 @@ def merge(
             {
                 **env,
                 "unreleased": bool(env.get("unreleased")),
-                "sources": run.get("sources") or [],
+                "sources": run.fields.get("sources") or [],
                 "verdict": report["verdict"],
                 "reasons": report["reasons"],
                 "summary": report["summary"],
                 "upstream_tests": upstream,
-                "versions": run.get("versions", {}),
-                "status": run.get("status"),
-                "reason": run.get("reason", ""),
-                "ran": run.get("status") == "ran",
-                "speed": run.get("speed"),
+                "versions": {} if run.versions is None else run.versions,
+                "status": run.status,
+                "reason": "" if run.reason is None else run.reason,
+                "ran": run.ran,
+                "speed": run.fields.get("speed"),
                 "beyond": beyond,
             }
         )
@@ -284,7 +281,7 @@ def merge(
         "schema": 1,
         "kind": "matrix",
         "discovered": discovered,
-        "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
+        "baseline": {k: v for k, v in baseline.to_json().items() if k != "contracts"},
         "environments": env_rows,
         "apis": sorted(apis.values(), key=lambda a: (not a["differs"], a["api"])),
         "contracts": contracts,

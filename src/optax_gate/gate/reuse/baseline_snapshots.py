@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base.run_record import RecordFields, RunRecord
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments
 
@@ -33,7 +33,7 @@ def is_pinned(baseline_lock: Path, project_root: Path) -> bool:
 class PreparedSide(Protocol):
     """What ``arrange`` changes of a prepared side (``optax_gate.gate.sides_prepare.Side``, a later stage)."""
 
-    record: dict[str, Any] | None
+    record: RunRecord | None
     cache_inputs: dict[str, Any] | None
     cached: dict[str, dict[str, Any]]
     jax_env: dict[str, str]

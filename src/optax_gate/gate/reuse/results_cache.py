@@ -13,12 +13,12 @@ import os
 import platform
 import secrets
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 from optax_gate.gate.base import atomic, model
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base.run_record import ContractResult, RecordedWarning, RecordFields, RunRecord
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import SpeedOptions
 from optax_gate.gate.run import devices
@@ -60,6 +60,7 @@ RUN_MODULES = (
     "src/optax_gate/gate/base/details.py",
     "src/optax_gate/gate/base/drift.py",
     "src/optax_gate/gate/base/plain_text.py",
+    "src/optax_gate/gate/base/run_record.py",
 )
 MANIFEST = "manifest.json"
 _SKIP_SUFFIXES = (".pyc", ".obtained.yml")
@@ -99,7 +100,7 @@ class Unit:
     digest: str
     team: bool = False
 
-    def owns(self, contract_id: str, record: dict[str, Any]) -> bool:
+    def owns(self, contract_id: str, record: ContractResult) -> bool:
         """Whether the contract ``contract_id`` (``record`` its result) is this unit's."""
         if self.team:
             return record.get("team") == self.name
@@ -238,12 +239,12 @@ def fetch_side(cache_dir: Path, side: dict[str, Any]) -> tuple[dict[str, Any] | 
     return (entry["payload"], "") if entry else (None, why)
 
 
-#: Record fields kept in a side entry.
-SIDE_FIELDS = ("versions", "hypothesis_profile", "pytest_plugins")
+#: Record fields kept in a side entry beside its warnings: the versions and those of :data:`SIDE_FIELDS`.
+SIDE_FIELDS = ("hypothesis_profile", "pytest_plugins")
 
 
-def _owned_warnings(warnings: list[dict[str, Any]], ids: set[str]) -> list[dict[str, Any]]:
-    out = []
+def _owned_warnings(warnings: list[RecordedWarning], ids: set[str]) -> list[RecordedWarning]:
+    out: list[RecordedWarning] = []
     for w in warnings:
         mine = [c for c in w.get("contracts") or [] if c in ids]
         if mine:
@@ -251,20 +252,20 @@ def _owned_warnings(warnings: list[dict[str, Any]], ids: set[str]) -> list[dict[
     return out
 
 
-def split(record: dict[str, Any], ran: list[Unit]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]] | None:
+def split(record: RunRecord, ran: list[Unit]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]] | None:
     """A verified run's record cut into ``({unit name: unit payload}, side
-    payload)``; None when a contract belongs to no unit that ran (then nothing
+    payload)`` (the JSON the cache's files hold); None when a contract belongs to no unit that ran (then nothing
     is stored)."""
-    contracts = record.get("contracts") or {}
-    owned: dict[str, dict[str, Any]] = {u.name: {} for u in ran}
+    contracts = record.contracts
+    owned: dict[str, dict[str, ContractResult]] = {u.name: {} for u in ran}
     for cid, result in contracts.items():
         unit = next((u for u in ran if u.owns(cid, result)), None)
         if unit is None:
             return None
         owned[unit.name][cid] = result
-    warnings = record.get("warnings") or []
-    reach = record.get("reach")
-    payloads = {}
+    warnings = record.fields.get("warnings") or []
+    reach = record.fields.get("reach")
+    payloads: dict[str, dict[str, Any]] = {}
     for unit in ran:
         mine = owned[unit.name]
         if mine:  # a module that ran no contract is run again next time
@@ -276,7 +277,8 @@ def split(record: dict[str, Any], ran: list[Unit]) -> tuple[dict[str, dict[str, 
                     payloads[unit.name]["reach_apis"] = reach["apis"].get(unit.name, {})
     everything = set(contracts)
     loose = [w for w in warnings if w.get("when") == "import" or not set(w.get("contracts") or []) & everything]
-    side = {**{f: record.get(f) for f in SIDE_FIELDS}, "warnings": loose}
+    fields: Mapping[str, Any] = record.fields
+    side = {"versions": record.versions, **{f: fields.get(f) for f in SIDE_FIELDS}, "warnings": loose}
     if reach is not None:
         side["reach_session"] = reach["session"]
     return payloads, side
@@ -289,12 +291,12 @@ def without_apis(payload: dict[str, Any], apis: list[str]) -> dict[str, Any]:
 
 
 def store(
-    cache_dir: Path, side: dict[str, Any], record: dict[str, Any], ran: list[Unit], in_part: Iterable[str] = ()
+    cache_dir: Path, side: dict[str, Any], record: RunRecord, ran: list[Unit], in_part: Iterable[str] = ()
 ) -> int:
     """Store the units ``ran`` (and the side header) of a verified ``record``, less those that ran only
     some of their contracts (``in_part``, by name); the number of units stored (0 when the record is not
     verified or cannot be cut into units)."""
-    if record.get("status") != "ran":
+    if not record.ran:
         return 0
     parts = split(record, ran)
     if parts is None:
@@ -309,7 +311,7 @@ def store(
     return len(set(payloads) - set(in_part))
 
 
-def merge_warnings(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_warnings(*lists: list[RecordedWarning]) -> list[RecordedWarning]:
     """Folded warning lists (``warnings_diff.fold``) joined: one entry per
     ``(when, category, message, module)`` with the contracts of all."""
     groups: dict[tuple[str, str, str, str], set[str]] = {}
@@ -326,41 +328,35 @@ def merge_warnings(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def assemble(
     label: str, header: dict[str, Any], cached: dict[str, dict[str, Any]], **extra: Unpack[RecordFields]
-) -> dict[str, Any]:
-    """The run record of a side whose every unit came from the cache."""
-    contracts = {cid: r for payload in cached.values() for cid, r in payload["contracts"].items()}
+) -> RunRecord:
+    """The run record of a side whose every unit came from the cache (``header``: its cached side header)."""
+    contracts: dict[str, ContractResult] = {c: r for p in cached.values() for c, r in p["contracts"].items()}
     failing = any(r.get("outcome") in ("failed", "error") for r in contracts.values())
-    return {
-        "label": label,
-        "status": "ran",
-        "reason": "",
-        "exitstatus": 1 if failing else 0,
-        "duration_s": None,  # nothing ran
-        **{f: header.get(f) for f in SIDE_FIELDS},
-        **extra,
-        "warnings": merge_warnings(header.get("warnings") or [], *(p["warnings"] for p in cached.values())),
-        "contracts": contracts,
-    }
+    kept = cast(RecordFields, {f: header.get(f) for f in SIDE_FIELDS})
+    fields: RecordFields = {"exitstatus": 1 if failing else 0, "duration_s": None, **kept, **extra}  # nothing ran
+    fields["warnings"] = merge_warnings(header.get("warnings") or [], *(p["warnings"] for p in cached.values()))
+    return RunRecord(label, "ran", "", contracts, header.get("versions"), fields)
 
 
-def join(record: dict[str, Any], cached: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def join(record: RunRecord, cached: dict[str, dict[str, Any]]) -> RunRecord:
     """``record`` (a run of the units not cached) with the cached units'
     contracts and warnings added; a record that is not verified stays as it is."""
-    if record.get("status") != "ran" or not cached:
+    if not record.ran or not cached:
         return record
-    contracts = dict(record.get("contracts") or {})
+    contracts = dict(record.contracts)
     for payload in cached.values():
         contracts.update(payload["contracts"])
     failing = any(r.get("outcome") in ("failed", "error") for r in contracts.values())
-    return {
-        **record,
-        "exitstatus": max(record.get("exitstatus") or 0, 1 if failing else 0),
-        "warnings": merge_warnings(record.get("warnings") or [], *(p["warnings"] for p in cached.values())),
-        "contracts": contracts,
-    }
+    return dataclasses.replace(
+        record.with_fields(
+            exitstatus=max(record.fields.get("exitstatus") or 0, 1 if failing else 0),
+            warnings=merge_warnings(record.fields.get("warnings") or [], *(p["warnings"] for p in cached.values())),
+        ),
+        contracts=contracts,
+    )
 
 
-def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) -> dict[str, Any]:
+def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) -> model.FromCache:
     """The record's ``from_cache``: the side key, the oldest unit's date, and
     how many of the ``total`` units came from the cache."""
     return {

@@ -9,11 +9,12 @@ import dataclasses
 import re
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 from packaging.utils import canonicalize_name
 
-from optax_gate.gate.base.run_record import RecordFields
+from optax_gate.gate.base import model
+from optax_gate.gate.base.run_record import RecordFields, RunRecord
 
 #: dist-info files the installer writes (they differ between two installs of one wheel).
 INSTALLER_FILES = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "uv_cache.json", "uv_build.json"})
@@ -32,7 +33,7 @@ class SameCode:
     packages: dict[str, int] = dataclasses.field(default_factory=dict)
     text_only: tuple[str, ...] = ()
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> model.SameCode:
         """The ``same_code`` field of a candidate's run record."""
         return {"as": "baseline", "why": self.why, "packages": dict(self.packages), "text_only": list(self.text_only)}
 
@@ -186,33 +187,34 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
 
 
 def record(
-    baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None, **extra: Unpack[RecordFields]
-) -> dict[str, Any]:
+    baseline: RunRecord, label: str, same: SameCode, versions: dict[str, str] | None, **extra: Unpack[RecordFields]
+) -> RunRecord:
     """The run record of a side whose code is the baseline's: the baseline's
     contracts, warnings and exit status under ``label``, with its own
     ``versions`` (from its import check) and ``extra`` fields, and
     ``same_code`` saying why; when the baseline's run is not verified,
     neither is this one (with the baseline's reason)."""
-    if baseline.get("status") != "ran":
-        return {
-            "label": label,
-            "status": "not-verified",
-            "contracts": {},
-            "warnings": [],
-            **extra,
-            "reason": "not run: its code is the baseline's, whose contracts did not run "
-            f"({baseline.get('reason') or 'no reason recorded'})",
-        }
-    kept = {
-        k: v
-        for k, v in baseline.items()
-        if k in ("status", "reason", "exitstatus", "hypothesis_profile", "pytest_plugins", "warnings", "contracts")
-    }
-    return {
-        "label": label,
-        **kept,
-        "duration_s": None,
-        "versions": dict(versions or baseline.get("versions") or {}),
-        **extra,
-        "same_code": same.record(),
-    }
+    if not baseline.ran:
+        return RunRecord(
+            label,
+            "not-verified",
+            "not run: its code is the baseline's, whose contracts did not run "
+            f"({baseline.reason or 'no reason recorded'})",
+            fields={"warnings": [], **extra},
+        )
+    kept = cast(
+        RecordFields,
+        {
+            k: v
+            for k, v in baseline.fields.items()
+            if k in ("exitstatus", "hypothesis_profile", "pytest_plugins", "warnings")
+        },
+    )
+    return RunRecord(
+        label,
+        baseline.status,
+        baseline.reason,
+        baseline.contracts,
+        dict(versions or baseline.versions or {}),
+        {**kept, "duration_s": None, **extra, "same_code": same.record()},
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.reuse.function_diff import FunctionDiff
 
 
@@ -27,16 +28,19 @@ class Selection:
     changed: tuple[str, ...] = ()
     apis: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> model.Selection:
         """The ``selection`` field of a candidate's run record."""
-        return {
+        out: model.Selection = {
             "changed": list(self.changed),
             "ran": list(self.run),
             "taken": list(self.taken),
             "reached": {k: list(v) for k, v in self.reached.items()},
-            **({"apis": {k: list(v) for k, v in self.apis.items()}} if self.apis else {}),
-            **({"everything": self.everything} if self.everything else {}),
         }
+        if self.apis:
+            out["apis"] = {k: list(v) for k, v in self.apis.items()}
+        if self.everything:
+            out["everything"] = self.everything
+        return out
 
     def words(self) -> str:
         """What ran and why, in the report's words."""

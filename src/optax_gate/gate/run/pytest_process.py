@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base.run_record import Reach
 from optax_gate.gate.run import outcomes, reach_record, warnings_diff
 from optax_gate.kit.environment import reach_names as reach
 
@@ -60,7 +61,7 @@ class Part:
     progress: tuple[int, int] = (0, 0)
     warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: what its contract modules executed (``reach_record.read``); None: not recorded
-    reach: dict[str, Any] | None = dataclasses.field(default_factory=lambda: reach_record.join([]))
+    reach: Reach | None = dataclasses.field(default_factory=lambda: reach_record.join([]))
 
 
 def run_pytest(

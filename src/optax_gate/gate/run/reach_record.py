@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base.run_record import Reach
 from optax_gate.kit.environment import reach_names as reach_plugin
 
 #: The pytest arguments that load the recorder and the deselection of the APIs a selection does not run.
@@ -25,10 +27,10 @@ def forget(out_dir: Path, name: str) -> None:
         old.unlink(missing_ok=True)
 
 
-def read(out_dir: Path, name: str) -> dict[str, Any] | None:
+def read(out_dir: Path, name: str) -> Reach | None:
     """The record of the pytest process ``name`` (its workers' files joined, :func:`join`);
     None when it wrote none, or one unreadable or of another format."""
-    parts = []
+    parts: list[dict[str, Any]] = []
     for path in sorted(out_dir.glob(f"{name}.reach.json*")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -40,7 +42,7 @@ def read(out_dir: Path, name: str) -> dict[str, Any] | None:
     return join(parts) if parts else None
 
 
-def join(records: list[dict[str, Any]]) -> dict[str, Any]:
+def join(records: Sequence[Mapping[str, Any]]) -> Reach:
     """Records of several processes as one (a function that ran in a module in either ran in it):
     ``{"session": [FUNCTION, ...], "modules": {module: [FUNCTION, ...]}}``, and where every process that ran
     a module recorded per API, ``"common": {module: [FUNCTION, ...]}`` (what ran in the module outside any
@@ -62,7 +64,7 @@ def join(records: list[dict[str, Any]]) -> dict[str, Any]:
             for module, by_api in (data.get("apis") or {}).items():
                 for api, found in by_api.items():
                     apis.setdefault(module, {}).setdefault(api, set()).update(found)
-    out: dict[str, Any] = {"session": sorted(session), "modules": {m: sorted(f) for m, f in sorted(modules.items())}}
+    out: Reach = {"session": sorted(session), "modules": {m: sorted(f) for m, f in sorted(modules.items())}}
     if per_api:
         out["common"] = {m: sorted(f) for m, f in sorted(common.items())}
         out["apis"] = {m: {a: sorted(f) for a, f in sorted(by.items())} for m, by in sorted(apis.items())}

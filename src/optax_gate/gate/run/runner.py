@@ -1,17 +1,4 @@
-"""Probe an environment and run the contracts in it; record what happened.
-
-A *run record* (a JSON-able dict) is the evidence the comparison works from:
-
-``{"label", "requirements", "lock", "versions", "status": "ran" |
-"not-verified", "reason", "exitstatus", "duration_s", "hypothesis_profile",
-"pytest_plugins": {"loaded": [module...], "left_out": [distribution...]},
-"warnings": [{"category", "message", "module", "when", "contracts"}],
-"contracts": {id: {"api", "guide", "kind", "outcome", "detail"}}}``
-
-``status`` is ``ran`` only when the contracted packages import, pytest ends
-normally (exit 0 or 1) within the time limit, nothing fails to collect and at
-least one contract ran; every other case is ``not-verified`` with the reason.
-"""
+"""Probe an environment and run the contracts in it; what happened is its run record (``base.run_record``)."""
 
 from __future__ import annotations
 
@@ -25,37 +12,23 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack, cast
 
+from optax_gate.gate.base.run_record import ContractResult, Kind, Outcome, RecordFields, RunRecord
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import devices, outcomes, pytest_plugins, pytest_process, reach_record, warnings_diff
 from optax_gate.kit import moved_behaviour
 
-if TYPE_CHECKING:  # a type only: the record's fields do not decide how pytest runs
-    from optax_gate.gate.base.run_record import RecordFields
-
 CONTRACTS_DIR = "tests/contracts"
 
 
 def not_verified(
     label: str, reason: str, versions: dict[str, str] | None = None, **extra: Unpack[RecordFields]
-) -> dict[str, Any]:
+) -> RunRecord:
     """A run record for an environment that could not be verified (``versions``: those its import check read)."""
-    return {
-        "label": label,
-        "status": "not-verified",
-        "reason": reason,
-        "versions": versions or {},
-        "contracts": {},
-        **extra,
-    }
-
-
-def is_run_record(value: Any) -> bool:
-    """Whether ``value`` (read from JSON) is a run record: an object with a label, a status and contracts."""
-    return isinstance(value, dict) and {"label", "status", "contracts"} <= set(value)
+    return RunRecord(label, "not-verified", reason, versions=versions or {}, fields=extra)
 
 
 Probe = tuple[dict[str, str], "str | None", list[dict[str, Any]], dict[str, list[str]]]
@@ -173,7 +146,7 @@ def run(
     on_progress: Callable[[int, int], None] | None = None,
     probed: Probe | None = None,
     **extra: Unpack[RecordFields],
-) -> dict[str, Any]:
+) -> RunRecord:
     """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
@@ -195,16 +168,18 @@ def run(
       **extra: copied into the record (requirements, lock).
 
     Returns:
-      the run record (see module docstring).
+      the run record.
     """
-    profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
-    extra = {**extra, "hypothesis_profile": profile}
     versions, import_error, import_warnings, plugins = probed or probe(python)
-    # Only the declared pytest plugins load, on both sides (optax_gate.gate.run.pytest_plugins).
-    extra["pytest_plugins"] = {"loaded": pytest_plugins.modules(plugins), "left_out": pytest_plugins.left_out(plugins)}
-    extra["warnings"] = warnings_diff.fold(import_warnings, [])
+    fields: RecordFields = {
+        **extra,
+        "hypothesis_profile": os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci"),
+        # Only the declared pytest plugins load, on both sides (optax_gate.gate.run.pytest_plugins).
+        "pytest_plugins": {"loaded": pytest_plugins.modules(plugins), "left_out": pytest_plugins.left_out(plugins)},
+        "warnings": warnings_diff.fold(import_warnings, []),
+    }
     if import_error:
-        return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
+        return not_verified(label, f"import failed: {import_error}", versions=versions, **fields)
     out_dir.mkdir(parents=True, exist_ok=True)
     variables = {
         **os.environ,
@@ -227,45 +202,44 @@ def run(
     late = next((i for i, part in enumerate(ran) if part is None), None)
     if late is not None:
         return not_verified(
-            label, f"contracts timed out after {env.timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra
+            label, f"contracts timed out after {env.timeout:.0f} s ({PARTS[late][1]})", versions=versions, **fields
         )
     parts = [part for part in ran if part is not None]  # all of them: none is late
     duration = round(time.monotonic() - start, 1)
-    extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
+    fields["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
-        extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(
+        fields["compilation_cache_discarded"] = compilation_cache.discard_corrupt(
             variables.get("JAX_COMPILATION_CACHE_DIR")
         )
     contracts = team_contracts.rename(
-        {
-            cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
-            for p in parts
-            for cid, c in p.log.contracts.items()
-        },
-        list(how.team_dirs),
-        CONTRACTS_DIR,
+        {cid: _result(c) for p in parts for cid, c in p.log.contracts.items()}, list(how.team_dirs), CONTRACTS_DIR
     )
-    record = {
-        "label": label,
-        "versions": versions,
-        "status": "ran",
-        "reason": "",
-        "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
-        "duration_s": duration,
-        **extra,
-        "contracts": contracts,
-    }
+    exitstatus = max((p.returncode for p in parts if p.returncode in (0, 1)), default=None)
+    fields["exitstatus"], fields["duration_s"] = exitstatus, duration
     if all(
         p.reach is not None for p in parts
     ):  # what each module executed: the candidates' selection (gate.reuse.selection)
-        record["reach"] = reach_record.join([p.reach for p in parts if p.reach is not None])
+        fields["reach"] = reach_record.join([p.reach for p in parts if p.reach is not None])
     problem = pytest_process.merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:
-        bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
-        record.update(status="not-verified", reason=problem, exitstatus=bad)
-    elif not contracts:
-        record.update(status="not-verified", reason="zero contracts ran")
-    return record
+        fields["exitstatus"] = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), exitstatus)
+        return RunRecord(label, "not-verified", problem, contracts, versions, fields)
+    if not contracts:
+        return RunRecord(label, "not-verified", "zero contracts ran", contracts, versions, fields)
+    return RunRecord(label, "ran", "", contracts, versions, fields)
+
+
+def _result(outcome: outcomes.ContractOutcome) -> ContractResult:
+    """A contract's outcome as its record holds it: every field but its id."""
+    return {
+        "api": outcome.api,
+        "guide": outcome.guide,
+        "kind": cast(Kind, outcome.kind),  # the plugin refuses a contract without one of these markers
+        "outcome": cast(Outcome, outcome.outcome),  # outcomes.parse gives only these
+        "detail": outcome.detail,
+        "defect": outcome.defect,
+        "configuration": outcome.configuration,
+    }
 
 
 def run_parts(

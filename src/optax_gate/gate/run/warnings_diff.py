@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base.run_record import RecordedWarning
 from optax_gate.gate.install import compilation_cache
 
 DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
@@ -24,9 +25,9 @@ def read(path: Path) -> list[dict[str, Any]]:
     return data if isinstance(data, list) else []
 
 
-def fold(import_warnings: Iterable[dict[str, Any]], test_warnings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per distinct warning: ``{"when": "import" | "collect" |
-    "contract", "category", "message", "module", "contracts": [test ids]}``."""
+def fold(import_warnings: Iterable[dict[str, Any]], test_warnings: Iterable[dict[str, Any]]) -> list[RecordedWarning]:
+    """One entry per distinct warning of the import check's and the plugin's records (JSON): ``when`` is
+    ``import``, ``collect`` or ``contract``; ``contracts`` the test ids that raised it."""
     groups: dict[tuple[str, str, str, str], set[str]] = {}
     for w in import_warnings:
         groups.setdefault(("import", w["category"], w["message"], w["module"]), set())
@@ -58,10 +59,10 @@ def _module(module: str) -> str:
     )
 
 
-def _by_key(warnings: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
+def _by_key(warnings: Iterable[RecordedWarning]) -> dict[tuple[str, str, str, str], RecordedWarning]:
     """Folded warnings by ``(when, category, message, module)``, the caller's modules as one (:func:`_module`),
     their contracts joined."""
-    out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str, str, str], RecordedWarning] = {}
     for w in warnings:
         module = _module(w["module"])
         k = (w["when"], w["category"], w["message"], module)
@@ -78,8 +79,8 @@ def is_deprecation(category: str) -> bool:
 
 
 def diff(
-    baseline: list[dict[str, Any]],
-    candidate: list[dict[str, Any]],
+    baseline: list[RecordedWarning],
+    candidate: list[RecordedWarning],
     apis: dict[str, str],
     fail_on_new_deprecations: bool = False,
 ) -> list[dict[str, Any]]:
@@ -93,8 +94,8 @@ def diff(
     attributed to its caller (a contract, the kit) has :data:`CALLER` for module:
     one row whichever contract called."""
 
-    def keep(w: dict[str, Any]) -> bool:
-        if compilation_cache.is_own_warning(w):  # the gate's machinery, not the environment under test
+    def keep(w: RecordedWarning) -> bool:
+        if _is_own(w):  # the gate's machinery, not the environment under test
             return False
         return w["when"] == "import" or not w["contracts"] or any(c in apis for c in w["contracts"])
 
@@ -134,7 +135,13 @@ def diff(
     return rows
 
 
-def own(warnings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def own(warnings: list[RecordedWarning]) -> list[RecordedWarning]:
     """The folded warnings about the gate's own machinery (its compilation
     cache), left out of :func:`diff`."""
-    return [w for w in warnings if compilation_cache.is_own_warning(w)]
+    return [w for w in warnings if _is_own(w)]
+
+
+def _is_own(warning: RecordedWarning) -> bool:
+    """Whether a folded warning is JAX's about the gate's compilation cache (``compilation_cache.is_own_warning``,
+    which reads a warning as a plain dict)."""
+    return compilation_cache.is_own_warning(dict(warning))

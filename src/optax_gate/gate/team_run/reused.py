@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.team_run import recording
 
 
-def recorded(
-    path: Path, baseline: dict[str, Any], candidate: dict[str, Any], usage: tuple[Path, ...] = ()
-) -> dict[str, Any]:
+def recorded(path: Path, baseline: RunRecord, candidate: RunRecord, usage: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The team run a gate recorded (``compare --team-run``): the ``team_run``
     of a gate's ``report.json``, or of the ``report.json`` of a run folder
     given instead, for re-use by ``compare`` on the same run records (compare
@@ -39,7 +38,6 @@ def recorded(
     import json
 
     from optax_gate.gate.inputs import validate
-    from optax_gate.gate.run import runner
 
     file = Path(path) / "report.json" if Path(path).is_dir() else Path(path)
     try:
@@ -53,7 +51,7 @@ def recorded(
         raise validate.InvalidInput(
             f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})"
         ) from None
-    if runner.is_run_record(report):
+    if RunRecord.is_json(report):
         raise validate.InvalidInput(
             f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the run "
             "folder, or its report.json)"
@@ -71,7 +69,7 @@ def recorded(
         )
     for label, record in (("baseline", baseline), ("candidate", candidate)):
         theirs = (report.get(label) or {}).get("versions") or {}
-        ours = record.get("versions") or {}
+        ours = record.versions or {}
         moved = sorted(p for p in ("optax", "jax", "jaxlib", "flax") if theirs.get(p) != ours.get(p))
         if moved:
             said = ", ".join(f"{p} {theirs.get(p) or '(none)'} there, {ours.get(p) or '(none)'} here" for p in moved)
