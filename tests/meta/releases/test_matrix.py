@@ -4,7 +4,7 @@ fake package index (no network)."""
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -210,7 +210,7 @@ def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path: Path) -> 
     environment with its counts, coloured by the worst."""
     from optax_gate.gate.report import matrix_page as report_matrix
 
-    env = {
+    env: Any = {
         "name": "optax-0.2.8",
         "beyond": {
             "surface": {"status": "compared", "counts": {"broken": 1, "changed": 54, "new": 47, "noted": 0}},
@@ -221,6 +221,6 @@ def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path: Path) -> 
     assert report_matrix.beyond_cell(env, "surface") == ("broken", "1 broken · 54 changed · 47 new")
     assert report_matrix.beyond_cell(env, "warnings") == ("unchanged", "no differences")
     assert report_matrix.beyond_cell(env, "dependencies") == ("unchanged", "unavailable")
-    assert report_matrix.beyond_cell({"name": "x"}, "surface") == ("not-measured", "not available")
+    assert report_matrix.beyond_cell(cast(Any, {"name": "x"}), "surface") == ("not-measured", "not available")
     assert report_matrix.matrix_beyond_rows([env]) == ["surface", "warnings", "dependencies"]
-    assert report_matrix.matrix_beyond_rows([{"name": "x", "beyond": None}]) == []
+    assert report_matrix.matrix_beyond_rows([cast(Any, {"name": "x", "beyond": None})]) == []

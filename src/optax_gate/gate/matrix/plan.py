@@ -6,22 +6,38 @@ How it does its job and why: ``docs/module-notes.md``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from packaging.version import Version
 
+from optax_gate.gate.base import model
 from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.matrix import discovery
+from optax_gate.gate.matrix.model import (
+    ApiCounts,
+    ApiRow,
+    BeyondSection,
+    Cell,
+    Change,
+    ContractRow,
+    EnvironmentRow,
+    ExitStatus,
+    MatrixReport,
+    Plan,
+    PlannedEnvironment,
+    UpstreamDirection,
+    UpstreamRow,
+)
 
 PACKAGES = ("optax", "jax", "flax")
 #: The public repositories of the upstream-dev environments (``--upstream``), built at their default branch.
 UPSTREAM = {"optax": "https://github.com/google-deepmind/optax", "flax": "https://github.com/google/flax"}
 #: Changes from the most to the least severe: the colour of an API's cell.
-WORST = ("broken", "gone", "changed", "new", "fixed", "unchanged")
+WORST: tuple[Change, ...] = ("broken", "gone", "changed", "new", "fixed", "unchanged")
 
 
 @dataclass(frozen=True)
@@ -35,9 +51,9 @@ class Environment:
     why: str
     unreleased: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        """The environment as the matrix report lists it."""
-        return {**asdict(self), "specs": list(self.specs)}
+    def to_json(self) -> PlannedEnvironment:
+        """The environment as the plan and the matrix report list it."""
+        return {"name": self.name, "specs": list(self.specs), "why": self.why, "unreleased": self.unreleased}
 
 
 def baseline_pins(requirements_in: str) -> dict[str, str]:
@@ -106,7 +122,7 @@ BEYOND = ("surface", "warnings", "dependencies")
 CROSS_RUN_PHASE = "gate error in the upstream tests cross-run (--upstream-tests): "
 
 
-def upstream_row(run: RunRecord, expected: bool) -> dict[str, Any] | None:
+def upstream_row(run: RunRecord, expected: bool) -> UpstreamRow | None:
     """An environment's cross-run of optax's own tests (``upstream_tests``
     in its run record, written by ``matrix --upstream-tests``) for the merged
     report: None when its contracts did not run, or when the run record has
@@ -130,7 +146,7 @@ def upstream_row(run: RunRecord, expected: bool) -> dict[str, Any] | None:
         )
     if section.get("error"):
         return {"status": "failed", "error": section["error"]}
-    directions = []
+    directions: list[UpstreamDirection] = []
     for d in section["directions"]:
         kinds: dict[str, int] = {}
         for f in d["failures"]:
@@ -158,10 +174,10 @@ def upstream_row(run: RunRecord, expected: bool) -> dict[str, Any] | None:
 def merge(
     baseline: RunRecord,
     runs: dict[str, RunRecord],
-    planned: dict[str, Any],
+    planned: Plan,
     packages: tuple[str, ...] | None = None,
     upstream_tests: bool = False,
-) -> dict[str, Any]:
+) -> MatrixReport:
     """The matrix report (schema 1, ``"kind": "matrix"``).
 
     Args:
@@ -201,8 +217,8 @@ def merge(
       the gate does.
     """
     environments, discovered = planned["environments"], planned["discovered"]
-    env_rows: list[dict[str, Any]] = []
-    cells: dict[str, dict[str, Any]] = {}
+    env_rows: list[EnvironmentRow] = []
+    cells: dict[str, tuple[model.ContractRow, dict[str, Cell]]] = {}
     for env in environments:
         run = runs.get(env["name"]) or RunRecord(env["name"], "not-verified", "no run record")
         report = compare.compare(baseline, run)
@@ -210,10 +226,7 @@ def merge(
         if packages is not None:
             sections = unseen.beyond(report, baseline, run, packages=packages)
             report = verdict.at_least(report, *verdict.of_beyond(sections.broken()))
-            beyond = {
-                k: {"status": getattr(sections, k).get("status"), "counts": getattr(sections, k)["counts"]}
-                for k in BEYOND
-            }
+            beyond = {k: _section_counts(getattr(sections, k)) for k in BEYOND}
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
             report = verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
@@ -235,40 +248,35 @@ def merge(
             }
         )
         for row in report["contracts"]:
-            cells.setdefault(row["id"], {"row": row, "cells": {}})["cells"][env["name"]] = {
+            cells.setdefault(row["id"], (row, {}))[1][env["name"]] = {
                 "outcome": row["candidate"],
                 "change": row["change"],
                 "detail": row["detail"],
             }
     ran = [e["name"] for e in env_rows if e["ran"]]
 
-    def differs(cells: dict[str, dict[str, Any]]) -> bool:
-        return any(cells.get(name, {}).get("change", "unchanged") != "unchanged" for name in ran)
+    def differs(cells: dict[str, Cell]) -> bool:
+        return any(name in cells and cells[name]["change"] != "unchanged" for name in ran)
 
-    contracts = [
+    contracts: list[ContractRow] = [
         {
             "id": cid,
-            "api": v["row"]["api"],
-            "guide": v["row"]["guide"],
-            "kind": v["row"]["kind"],
-            "defect": v["row"].get("defect", ""),
-            "baseline": v["row"]["baseline"],
-            "differs": differs(v["cells"]),
-            "cells": v["cells"],
+            "api": row["api"],
+            "guide": row["guide"],
+            "kind": row["kind"],
+            "defect": row.get("defect", ""),
+            "baseline": row["baseline"],
+            "differs": differs(by_env),
+            "cells": by_env,
         }
-        for cid, v in sorted(cells.items())
+        for cid, (row, by_env) in sorted(cells.items())
     ]
     contracts.sort(key=lambda c: (not c["differs"], c["id"]))
-    apis: dict[str, dict[str, Any]] = {}
+    apis: dict[str, ApiRow] = {}
     for c in contracts:
         a = apis.setdefault(
             c["api"],
-            {
-                "api": c["api"],
-                "contracts": 0,
-                "differs": False,
-                "cells": {e["name"]: {k: 0 for k in compare.CHANGES} for e in env_rows},
-            },
+            {"api": c["api"], "contracts": 0, "differs": False, "cells": {e["name"]: _no_counts() for e in env_rows}},
         )
         a["contracts"] += 1
         a["differs"] = a["differs"] or c["differs"]
@@ -281,7 +289,7 @@ def merge(
         "schema": 1,
         "kind": "matrix",
         "discovered": discovered,
-        "baseline": {k: v for k, v in baseline.to_json().items() if k != "contracts"},
+        "baseline": cast(model.BaselineRecord, {k: v for k, v in baseline.to_json().items() if k != "contracts"}),
         "environments": env_rows,
         "apis": sorted(apis.values(), key=lambda a: (not a["differs"], a["api"])),
         "contracts": contracts,
@@ -292,7 +300,17 @@ def merge(
 FAIL_ON = ("broken", "changed")
 
 
-def meets(env: dict[str, Any], fail_on: str) -> bool:
+def _section_counts(section: model.Surface | model.Warnings | model.Dependencies) -> BeyondSection:
+    """A section beyond the contracts as the matrix keeps it: its status and counts (``diffs.unseen``'s section)."""
+    return {"status": section.get("status"), "counts": section["counts"]}
+
+
+def _no_counts() -> ApiCounts:
+    """An API's counts in an environment before its contracts are counted."""
+    return {"broken": 0, "changed": 0, "fixed": 0, "new": 0, "gone": 0, "unchanged": 0, "worst": "unchanged"}
+
+
+def meets(env: EnvironmentRow, fail_on: str) -> bool:
     """Whether an environment row of :func:`merge` meets ``--fail-on``:
     ``broken``: its verdict is ``fail`` (a contract broken, or a broken row
     beyond the contracts); ``changed``: that, or any contract that is not
@@ -304,7 +322,7 @@ def meets(env: dict[str, Any], fail_on: str) -> bool:
     )
 
 
-def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
+def exit_status(report: MatrixReport, fail_on: str | None) -> ExitStatus:
     """The exit status of a matrix run and why: ``{"fail_on", "met_by",
     "not_verified", "status", "baseline_ran"}``.
 
@@ -331,7 +349,7 @@ def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
     }
 
 
-def exit_words(result: dict[str, Any]) -> str:
+def exit_words(result: ExitStatus) -> str:
     """One line for the console and the report: why the run exits as it does."""
     status, fail_on = result["status"], result["fail_on"]
     if not result["baseline_ran"]:

@@ -5,12 +5,12 @@ How it does its job and why: ``docs/module-notes.md``."""
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
-from typing import Any
+from typing import Literal
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings
 from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate.matrix.model import ApiCounts, ApiRow, Cell, ContractRow, EnvironmentRow, MatrixReport
 from optax_gate.gate.matrix.plan import WORST
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report.markdown import VERSION_KEYS
@@ -28,28 +28,34 @@ COLOURS = {  # change -> background; readable on white, distinct for common colo
 }
 VERDICT_COLOURS = {"pass": "#1a9850", "fail": "#d7301f", "not-verified": "#7b3294"}
 NOT_RUN = "#d9d9d9"
-COUNTED = ("broken", "changed", "fixed", "new", "gone")
+COUNTED: tuple[Literal["broken", "changed", "fixed", "new", "gone"], ...] = (
+    "broken",
+    "changed",
+    "fixed",
+    "new",
+    "gone",
+)
 
 
-def counts_text(counts: dict[str, int]) -> str:
+def counts_text(counts: ApiCounts) -> str:
     """``"4 broken · 1 changed"``, or ``"12 unchanged"`` when nothing differs."""
     parts = [f"{counts[k]} {k}" for k in COUNTED if counts.get(k)]
     return " · ".join(parts) or f"{counts.get('unchanged', 0)} unchanged"
 
 
-def _reason(env: dict[str, Any]) -> str:
+def _reason(env: EnvironmentRow) -> str:
     return env.get("reason") or "; ".join(env.get("reasons") or []) or "no reason recorded"
 
 
-def unreleased_words(env: dict[str, Any]) -> str:
+def unreleased_words(env: EnvironmentRow) -> str:
     """``"unreleased, optax 2edbcbe2 2026-08-07"`` for an environment built
     from an unreleased commit (the commit once it was built), else ""."""
     if not env.get("unreleased"):
         return ""
     built = [
-        f"{s['package']} {s['commit']['short']} {s['commit']['date'][:10]}"
+        f"{s['package']} {commit['short']} {commit['date'][:10]}"
         for s in env.get("sources") or []
-        if s.get("commit")
+        if (commit := s.get("commit"))
     ]
     return ", ".join(["unreleased", *built])
 
@@ -57,12 +63,12 @@ def unreleased_words(env: dict[str, Any]) -> str:
 BEYOND_TITLES = {"surface": "API surface", "warnings": "warnings", "dependencies": "dependencies"}
 
 
-def matrix_beyond_rows(envs: list[dict[str, Any]]) -> list[str]:
+def matrix_beyond_rows(envs: list[EnvironmentRow]) -> list[str]:
     """The sections beyond the contracts that the matrix has (none without ``packages``)."""
     return [k for k in BEYOND_TITLES if any(e.get("beyond") for e in envs)]
 
 
-def beyond_cell(env: dict[str, Any], kind: str) -> tuple[str, str]:
+def beyond_cell(env: EnvironmentRow, kind: str) -> tuple[str, str]:
     """``(worst change, text)`` of one section in one environment, e.g.
     ``("broken", "1 broken · 54 changed · 47 new")``; "no differences" when
     all counts are 0; the section's status when it could not be made."""
@@ -77,7 +83,7 @@ def beyond_cell(env: dict[str, Any], kind: str) -> tuple[str, str]:
     return ("new" if worst == "noted" else worst), text or "no differences"
 
 
-def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
+def upstream_cell(env: EnvironmentRow) -> tuple[str, str]:
     """(colour key, text) of an environment's cell in the grid's cross-run
     row: its findings by change (``changed``, ``new``, ``gone``; the cell
     coloured by the first that occurs), its failures that could not be
@@ -104,11 +110,11 @@ def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
 UPSTREAM_FINDINGS_SHOWN = 30
 
 
-def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
+def upstream_tests_section(envs: list[EnvironmentRow]) -> list[str]:
     """The "Upstream tests, cross-run" section (``matrix --upstream-tests``;
     nothing when no environment has one): per environment its counts per
     direction and its findings, or why it could not run."""
-    rows = [e for e in envs if e.get("upstream_tests")]
+    rows = [(e["name"], up) for e in envs if (up := e.get("upstream_tests"))]
     if not rows:
         return []
     out = [
@@ -120,14 +126,12 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
         "do not change the verdicts above; a cross-run that could not run leaves its environment not verified.",
         "",
     ]
-    for e in rows:
-        up = e["upstream_tests"]
+    for name, up in rows:
         if up["status"] != "ran":
-            out.append(f"- `{e['name']}`: could not run: {cell(up['error'])} (not verified)")
+            out.append(f"- `{name}`: could not run: {cell(up['error'])} (not verified)")
             continue
         out.append(
-            f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); "
-            f"{up['seconds']:.0f} s"
+            f"- `{name}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s"
         )
         for d in up["directions"]:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(d["kinds"].items())) or "none"
@@ -142,7 +146,7 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def markdown(report: Mapping[str, Any]) -> str:
+def markdown(report: MatrixReport) -> str:
     """The matrix report as Markdown text ending in a newline."""
     envs = report["environments"]
     ran = [e for e in envs if e.get("ran", e.get("status") == "ran")]
@@ -212,7 +216,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         for c in differing:
             out.append(
                 f"| `{c['id']}` | `{c['api']}` | "
-                + " | ".join(c["cells"].get(e["name"], {}).get("change", "—") for e in ran)
+                + " | ".join(c["cells"][e["name"]]["change"] if e["name"] in c["cells"] else "—" for e in ran)
                 + " |"
             )
     not_run = [e["name"] for e in envs if e not in ran]
@@ -226,7 +230,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _contract_line(c: dict[str, Any], cell: dict[str, Any]) -> str:
+def _contract_line(c: ContractRow, cell: Cell) -> str:
     e = html.escape
     name, params = findings.test_name(c["id"])
     row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
@@ -237,7 +241,7 @@ def _contract_line(c: dict[str, Any], cell: dict[str, Any]) -> str:
     )
 
 
-def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, Any]]) -> str:
+def _api_cell(a: ApiRow, env: EnvironmentRow, contracts: list[ContractRow]) -> str:
     e = html.escape
     counts = a["cells"][env["name"]]
     worst = counts["worst"]
@@ -248,7 +252,7 @@ def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, 
     mine = [
         c
         for c in contracts
-        if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"
+        if c["api"] == a["api"] and env["name"] in c["cells"] and c["cells"][env["name"]]["change"] != "unchanged"
     ]
     mine.sort(key=lambda c: (WORST.index(c["cells"][env["name"]]["change"]), c["id"]))  # broken first
     lines = [_contract_line(c, c["cells"][env["name"]]) for c in mine]
@@ -258,7 +262,7 @@ def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, 
     )
 
 
-def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[dict[str, Any]]) -> str:
+def _api_details(a: ApiRow, ran: list[EnvironmentRow], contracts: list[ContractRow]) -> str:
     e = html.escape
     mine = [c for c in contracts if c["api"] == a["api"]]  # differing first (matrix.merge)
     differ = sum(1 for c in mine if c.get("differs"))
@@ -291,7 +295,7 @@ def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[d
     )
 
 
-def html_grid(report: Mapping[str, Any]) -> str:
+def html_grid(report: MatrixReport) -> str:
     """A self-contained HTML page (no script, no external resource): the API x
     environment grid, each cell expandable to its contracts, then one
     expandable contract table per API (see the module docstring)."""
