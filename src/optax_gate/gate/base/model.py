@@ -665,6 +665,7 @@ class Divergence(TypedDict):
     budget_ulps: NotRequired[int]
     role: Literal['cause', 'consequence']
     side: NotRequired[Literal['both', 'baseline', 'candidate']]
+    via: NotRequired[str]
 
 
 class AffectedSite(TypedDict):
