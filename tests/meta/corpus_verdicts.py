@@ -71,7 +71,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     try:
         shutil.copytree(folder, work / "team")
         spec = run_command.RunSpec("python train.py", work / "team", timeout)
-        result = recording.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
+        result: Any = recording.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
         report: Any = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
         report = assemble.with_team_run(report, result)
     finally:

@@ -4,7 +4,7 @@ into a copy."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from optax_gate.gate.base import model
 from optax_gate.gate.diffs import unseen
@@ -69,7 +69,7 @@ def with_scope(report: model.Report, scoped: scope.Scoped | None) -> model.Repor
     return out
 
 
-def with_team_run(report: model.Report, team_run: dict[str, Any], fail_on: str = "broken") -> model.Report:
+def with_team_run(report: model.Report, team_run: model.TeamRun, fail_on: str = "broken") -> model.Report:
     """A copy of ``report`` with the team's run (``--run``; ``team_run``, from
     ``optax_gate.gate.team_run.recording.run``):
     its findings scoped by the run (``judging.apply``, :func:`with_scope`; ``--fail-on`` ``fail_on``),

@@ -12,7 +12,6 @@ import functools
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from optax_gate.gate import assemble, gate_inputs, late
 from optax_gate.gate.base import atomic, model
@@ -70,7 +69,7 @@ class Learned:
     phases' failures so far; ``refused``, the refusal of an input (the run
     then judged nothing)."""
 
-    team_run: dict[str, Any] | None = None
+    team_run: model.TeamRun | None = None
     pythons: tuple[Path | None, ...] = ()
     jax_envs: tuple[dict[str, str], ...] = ({}, {})
     speed: model.Speed | None = None
@@ -379,18 +378,16 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
             cache=Path(env.cache_dir) / "team-run-ensemble" if env.cache_dir else None,
             warnings_differ=options.scope.fail_on_new_deprecations,
         )
-        learned.team_run = recording.run(
+        learned.team_run = team = recording.run(
             spec,
             (built_python(baseline.python), built_python(candidate.python)),
             run.evidence,
             say,
             recording.user_names(spec.run_dir),
         )
-        if (
-            learned.team_run["outcome"] == "not-verified"
-        ):  # the verdict cannot be had: say so now, not after the contracts
+        if team["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"
-            say(f"{why} ({learned.team_run['reason']}); fix the command (or leave --run out) and run the gate again")
+            say(f"{why} ({team['reason']}); fix the command (or leave --run out) and run the gate again")
             return finish(
                 run,
                 skipped("baseline", why, requirements=base_req),

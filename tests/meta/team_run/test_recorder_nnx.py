@@ -119,7 +119,7 @@ def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path: Path) ->
     the params and optimizer state after it) follow as consequences."""
     folder = team(tmp_path, "nnx")
     spec = run_command.RunSpec("python train.py --steps 3", folder, 300)
-    result = recording.run(spec, (PYTHON, candidate(tmp_path, "adamw-further")), tmp_path)
+    result: Any = recording.run(spec, (PYTHON, candidate(tmp_path, "adamw-further")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     update = line_of(folder, "optimizer.update(")
     assert result["sites"] == [update] and result["first"]["site"] == update
@@ -253,7 +253,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(
     where."""
     folder = team(tmp_path, "nnx")
     spec = run_command.RunSpec("python train.py --steps 2", folder, 300, members=0)  # --exact: the ULP budget alone
-    result = recording.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
+    result: Any = recording.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
     # XLA's own tanh against the planted formula: 3.8 ULP apart after two steps on one CPU (within the budget of 8:
     # the run is the same, not bit for bit), beyond it on another; either way the last bits are born in the tanh
     assert result["outcome"] == "diverged" or (plant == "tanh-otherwise" and result["outcome"] == "same"), result[
@@ -437,7 +437,7 @@ def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_con
     transformation, and the verdict says it is born there."""
     folder = team(tmp_path, "nnx")
     spec = run_command.RunSpec("python train.py --steps 2", folder, 300)
-    result = recording.run(spec, (PYTHON, candidate(tmp_path, "moments-start-moved")), tmp_path)
+    result: Any = recording.run(spec, (PYTHON, candidate(tmp_path, "moments-start-moved")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     built = line_of(folder, "optimizer = nnx.Optimizer(")
     first = result["first"]

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -112,7 +112,7 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
     as consequences, in execution order."""
     folder = team(tmp_path, "tiny")
     spec = run_command.RunSpec("python train.py 2", folder, 300)
-    result = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
+    result: Any = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     update = line_of(folder, "tx.update(")
     assert (
@@ -1303,7 +1303,7 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same() -> No
         "called": ["train.py:21", "train.py:22", "train.py:23", "train.py:27", "train.py:28"],
         "within_budget": {"calls": 0, "max_ulps": 0.0, "sites": []},
     }
-    report = assemble.with_team_run(_report("optax.MultiSteps"), dict(team))
+    report = assemble.with_team_run(_report("optax.MultiSteps"), team)
     assert report["verdict"] == "fail"  # the state's memory and its checkpoint change: still the team's to know
     assert report["reasons"][0].endswith("; in dtypes only: every value your run computes is the same"), report[
         "reasons"
@@ -1319,11 +1319,11 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same() -> No
     drift: Any = {**team, "within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["train.py:28"]}}
     unlisted = {**team, "differing": 60}
     for other in (valued, drift, unlisted):
-        report = assemble.with_team_run(_report("optax.MultiSteps"), dict(other))
+        report = assemble.with_team_run(_report("optax.MultiSteps"), cast(Any, other))
         assert "in dtypes only" not in report["reasons"][0] and "in dtypes only" not in "\n".join(
             team_run_section.section(report)
         )
-    text = "\n".join(team_run_section.section(assemble.with_team_run(_report("optax.MultiSteps"), dict(drift))))
+    text = "\n".join(team_run_section.section(assemble.with_team_run(_report("optax.MultiSteps"), drift)))
     assert (
         "your other lines that call Optax: `train.py:21`, `train.py:22`" in text
         and "`train.py:28`" not in text.split("other lines")[1]

@@ -40,7 +40,7 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     and the ratio. The same interpreter on both sides: every figure the same, said in one line, the verdict passes."""
     folder = team(tmp_path, "tiny")
     spec = run_command.RunSpec("python train.py 2", folder, 300, members=0)
-    grown = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-holds-a-mib")), tmp_path / "grown")
+    grown: Any = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-holds-a-mib")), tmp_path / "grown")
     assert grown["outcome"] == "same", grown["reason"] or grown["divergences"]
     step = line_of(folder, "= step(params, state)")
     rows = grown["memory"]["grew"]

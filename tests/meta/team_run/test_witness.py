@@ -171,7 +171,7 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
     python.parent.mkdir(parents=True)
     python.write_text(f'#!/bin/bash\nexport PYTHONPATH="{site}:$PYTHONPATH"\nexec {PYTHON} "$@"\n')
     python.chmod(0o755)
-    result = recording.run(run_command.RunSpec("python train.py", team, 300), (PYTHON, python), tmp_path / "out")
+    result: Any = recording.run(run_command.RunSpec("python train.py", team, 300), (PYTHON, python), tmp_path / "out")
     assert result["outcome"] == "diverged" and not result["differing"], result["reason"]
     assert result["witness"]["output"]["first"]["line"] == 1 and result["witnessed"].startswith(
         "output line 1: a number"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from optax_gate.gate.base import model
 from optax_gate.gate.team_code import scope
@@ -28,12 +28,12 @@ def _short_api(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def cause_apis(team_run: dict[str, Any], reached: dict[str, set[str]] | None = None) -> set[str]:
+def cause_apis(team_run: model.TeamRun, reached: dict[str, set[str]] | None = None) -> set[str]:
     """The APIs (short names: ``adamw``, ``MultiSteps``) of the calls that caused a divergence (:func:`_apis_of`)."""
     return {a for c in team_run.get("causes") or [] for a in _apis_of(c, reached)}
 
 
-def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[str]:
+def _apis_of(cause: model.Divergence, reached: dict[str, set[str]] | None) -> set[str]:
     """A cause's APIs, short names: its own and, by the composition probe (``reached``), the public callables it
     is built from (``optax.adamw(...).update`` -> ``add_decayed_weights``, whose findings speak of its schedule's
     count); for ``flax.nnx.Optimizer.update`` also the Optax API that built the optimizer's transformation
@@ -49,7 +49,7 @@ def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[
     return out
 
 
-def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[str]]:
+def _reached(report: Mapping[str, Any], team: model.TeamRun) -> dict[str, set[str]]:
     """Public path -> the public callables it is built from, by the composition
     probe of the report's environments; {} when no cause of the team's run
     ``team`` needs it (none is an Optax transformation's ``init``/``update``, nor came through an
@@ -114,9 +114,7 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def _explaining(
-    report: Mapping[str, Any], team: dict[str, Any]
-) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+def _explaining(report: Mapping[str, Any], team: model.TeamRun) -> list[tuple[str, list[model.Divergence], list[Any]]]:
     """Per site of a cause of the team's run ``team`` (in order): (site, its
     causes, the report's findings on the same APIs that explain it): those whose cause shares words with the change
     (a dtype, an error, an argument's name), at least half as many as the best
@@ -171,14 +169,14 @@ def unchanged(team_run: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[model.AffectedSite]:
+def affected(report: Mapping[str, Any], team: model.TeamRun) -> list[model.AffectedSite]:
     """The report's "Your code" lines: per site of a cause of the team's run ``team`` (in order), its
     APIs, what changed there (the causes' texts, largest ULP error) and the
     findings that explain it (their numbers, :func:`_explaining`)."""
     lines: list[model.AffectedSite] = []
     for site, causes, related in _explaining(report, team):
         apis = list(dict.fromkeys(c["api"] for c in causes))
-        ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
+        ulps = [u for c in causes if (u := c.get("max_ulps"))]
         lines.append(
             {
                 "site": site,
@@ -192,7 +190,7 @@ def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[model.Affe
     return lines
 
 
-def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[model.AffectedSite]) -> None:
+def _point_sites(report: Mapping[str, Any], team: model.TeamRun, lines: list[model.AffectedSite]) -> None:
     """Tie the findings' call sites to the lines where the run diverges ("Your code").
 
     - A finding the run put elsewhere: the API surface's word on a line
@@ -225,11 +223,12 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[mo
     """
     explained = {line["site"]: line["findings"] for line in lines}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
-    drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
+    within, compared = team.get("within_budget"), team.get("compared_by")
+    drifted = set(within.get("sites") or [] if within else [])  # the same within the budget, not bit for bit
     # of those, sites whose calls got other inputs (after a divergence above): their results are not judged, never
     # "same"
-    fed_other = set((team.get("within_budget") or {}).get("inputs_differ_sites") or [])
-    by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
+    fed_other = set(within.get("inputs_differ_sites") or [] if within else [])
+    by_value = compared.get("value_sites") if compared else None  # None: a report written before they were counted
     failed_at = (
         (team.get("raised_at") or "") if team.get("outcome") == "broke" else None
     )  # "": not a line of the team's
@@ -300,7 +299,7 @@ class Judged:
     scoped: scope.Scoped | None
 
 
-def apply(report: model.Report, team_run: dict[str, Any], fail_on: str = "broken") -> Judged:
+def apply(report: model.Report, team_run: model.TeamRun, fail_on: str = "broken") -> Judged:
     """Scope the report's findings by the team's run ``team_run`` (its section;
     see the module docstring): the findings are scoped (``scope.scoped``, ``by`` run)
     and tied to the lines where the run diverges; the report and ``team_run`` are read, not
@@ -350,10 +349,10 @@ def apply(report: model.Report, team_run: dict[str, Any], fail_on: str = "broken
     return Judged(section, scoped)
 
 
-def _section(team_run: dict[str, Any], affected: list[model.AffectedSite]) -> model.TeamRun:
-    """The report's ``team_run`` section: the run's comparison (``recording.run``, built from what the recorder wrote
-    as JSON) and the sites the findings affect."""
-    return cast(model.TeamRun, {**team_run, "affected": affected})
+def _section(team_run: model.TeamRun, affected: list[model.AffectedSite]) -> model.TeamRun:
+    """The report's ``team_run`` section: the run's comparison (``recording.run``) and the sites the findings
+    affect."""
+    return {**team_run, "affected": affected}
 
 
 def of_team_run(team_run: Mapping[str, Any]) -> tuple[str, list[str]]:

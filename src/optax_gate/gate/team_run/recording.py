@@ -8,8 +8,9 @@ import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from optax_gate.gate.base import model
 from optax_gate.gate.team_run import (
     birth,
     command,
@@ -81,7 +82,7 @@ def run(
     folder: Path,
     say: Callable[[str], None] = lambda message: None,
     name: Callable[[str], str] | None = None,
-) -> dict[str, Any]:
+) -> model.TeamRun:
     """Run the command (baseline, baseline again, candidate) and compare.
     ``name``: how the report names a site of the run (:func:`user_names`;
     None: relative to ``--run-dir``, as the recorder writes it).
@@ -172,7 +173,7 @@ def run(
             f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command "
             "writes there is not looked at, nor put back"
         )
-    return result
+    return cast(model.TeamRun, result)  # the working record's traces, isolations and memories left out above
 
 
 def _witnessed(

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from optax_gate.gate.base import model
 from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.team_run import recording
 
 
-def recorded(path: Path, baseline: RunRecord, candidate: RunRecord, usage: tuple[Path, ...] = ()) -> dict[str, Any]:
+def recorded(path: Path, baseline: RunRecord, candidate: RunRecord, usage: tuple[Path, ...] = ()) -> model.TeamRun:
     """The team run a gate recorded (``compare --team-run``): the ``team_run``
     of a gate's ``report.json``, or of the ``report.json`` of a run folder
     given instead, for re-use by ``compare`` on the same run records (compare
@@ -87,7 +88,7 @@ def recorded(path: Path, baseline: RunRecord, candidate: RunRecord, usage: tuple
         )
     team = copy.deepcopy(team)
     team.pop("affected", None)
-    return named_here(team)
+    return cast(model.TeamRun, named_here(team))  # a gate's report.json holds it, its outcome checked above
 
 
 def named_here(team: dict[str, Any]) -> dict[str, Any]:
