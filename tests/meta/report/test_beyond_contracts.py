@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from optax_gate.gate import assemble
 from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import dependencies, unseen
 from optax_gate.gate.inputs.options import ScopeOptions
@@ -17,7 +16,7 @@ from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.run import warnings_diff
 from optax_gate.kit.environment import probe
-from tests.meta.support.records import record
+from tests.meta.support.records import judged, record
 from tests.meta.support.schema_and_locks import NEW_LOCK, OLD_LOCK, SCHEMA
 
 
@@ -239,13 +238,7 @@ def sample_report(tmp_path: Path, candidate_ran: Any = True) -> Any:
         lock_file=str(tmp_path / "new.txt"),
         warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")),
     )
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    return assemble.with_beyond(
-        report,
-        unseen.beyond(
-            report, RunRecord.from_json(base), RunRecord.from_json(cand), ScopeOptions(fail_on_new_deprecations=True)
-        ),
-    )
+    return judged(base, cand, ScopeOptions(fail_on_new_deprecations=True))
 
 
 @pytest.mark.parametrize("candidate_ran", [True, False])

@@ -10,14 +10,11 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import assemble
-from optax_gate.gate.base.run_record import RunRecord
-from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import call_sites, usage
 from tests.meta.support.call_site_runs import traced_runs
+from tests.meta.support.records import judged
 
 TEAM = Path(__file__).parents[1] / "fake_team"
 
@@ -39,16 +36,7 @@ def test_a_contract_label_names_its_public_paths(label: Any, apis: Any) -> None:
 
 def test_findings_list_the_teams_call_sites_and_come_first() -> None:
     base, cand = traced_runs()
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(
-            report,
-            RunRecord.from_json(base),
-            RunRecord.from_json(cand),
-            ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)),
-        ),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)))
     got = [(f["number"], f["api"], f["your_code"]) for f in report["findings"]]
     # findings.group orders them jax.jit+optax.swap, optax.adamw, optax.clip (by API): adamw, untouched, goes last
     assert got == [
@@ -68,16 +56,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path: Pat
     (team / "a.py").write_text("import optax\noptax.adamw(1e-3\n")  # does not parse; names adamw
     (team / "gone.py").symlink_to("missing.py")  # listed; no file behind it, so no code (not per finding)
     base, cand = traced_runs()
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(
-            report,
-            RunRecord.from_json(base),
-            RunRecord.from_json(cand),
-            ScopeOptions(usage_scan=usage.scan([team], base=team)),
-        ),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
     by_api = {f["api"]: f for f in report["findings"]}
     assert by_api["optax.adamw"]["your_code_not_scanned"] == ["a.py"]
     assert by_api["optax.clip"]["your_code_not_scanned"] == []  # clip is nowhere in a.py
@@ -86,8 +65,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path: Pat
 
 def test_without_usage_findings_keep_their_order_and_carry_no_sites() -> None:
     base, cand = traced_runs()
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(report, unseen.beyond(report, RunRecord.from_json(base), RunRecord.from_json(cand)))
+    report = judged(base, cand)
     assert "your_code" not in report["findings"][0]
     assert "your code" not in report_markdown.render(report)
 
@@ -104,17 +82,7 @@ def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path:
     ):
         run["contracts"]["golden_b"]["api"] = "optax.renamed_clip"
         run["site_packages"] = str(site)
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(
-            report,
-            RunRecord.from_json(base),
-            RunRecord.from_json(cand),
-            ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)),
-            packages=("optax",),
-        ),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",))
     assert {f["api"]: f["your_code"] for f in report["findings"]}["optax.renamed_clip"] == ["train.py:8"]
 
 
@@ -141,17 +109,7 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     ):
         run["contracts"]["golden_b"]["api"] = "optax.losses.loss"
         run["site_packages"] = str(site)
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(
-            report,
-            RunRecord.from_json(base),
-            RunRecord.from_json(cand),
-            ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)),
-            packages=("optax",),
-        ),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",))
     found = report["findings"]
     text = report_markdown.render(report)
     lines = text.split(f"## Findings ({len(found)})\n\n", 1)[1].split("\n\n", 1)[0].splitlines()

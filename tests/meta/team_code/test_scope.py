@@ -15,14 +15,13 @@ import pytest
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
 from optax_gate.gate import assemble
-from optax_gate.gate.base.run_record import RunRecord
-from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.team_code import scope, usage
 from tests.meta.support.call_site_runs import traced_runs
+from tests.meta.support.records import judged
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,11 +34,7 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
         for cid in ("golden_b", "golden_c"):
             cand["contracts"][cid]["outcome"] = "passed"
     the_scan = usage.scan([team]) if scan else None
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(report, RunRecord.from_json(base), RunRecord.from_json(cand), ScopeOptions(usage_scan=the_scan)),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=the_scan))
     return assemble.with_scope(
         report,
         scope.apply_options(
@@ -135,11 +130,7 @@ def test_another_source_of_evidence_sets_the_scope_first() -> None:
     """The traced run (``--run``) scopes each finding itself; ``--usage`` is then not consulted."""
     base, cand = traced_runs()
     the_scan = usage.scan([TEAM])
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(report, RunRecord.from_json(base), RunRecord.from_json(cand), ScopeOptions(usage_scan=the_scan)),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=the_scan))
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
     given, kept = report, copy.deepcopy(report)

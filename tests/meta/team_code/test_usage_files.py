@@ -16,13 +16,12 @@ from optax_gate.gate.report import surface_section
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import assemble
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.team_code import usage
+from tests.meta.support.records import judged
 from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -159,16 +158,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path: Path, t
     from tests.meta.support.schema_and_locks import SCHEMA
 
     base, cand = record(golden_a="passed"), record(golden_a="passed")
-    report = compare.compare(RunRecord.from_json(base), RunRecord.from_json(cand))
-    report = assemble.with_beyond(
-        report,
-        unseen.beyond(
-            report,
-            RunRecord.from_json(base),
-            RunRecord.from_json(cand),
-            ScopeOptions(usage_scan=usage.scan([team], base=team)),
-        ),
-    )
+    report = judged(base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
     assert report["usage"] is not None
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
