@@ -13,7 +13,7 @@ from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import matrix_page as report_matrix
-from tests.meta.support.matrix_fakes import OTHER_APIS, REQUIREMENTS_IN, fake_fetch, real_matrix
+from tests.meta.support.matrix_fakes import OTHER_APIS, REQUIREMENTS_IN, contract_run, fake_fetch, real_matrix
 from tests.meta.support.records import record
 
 
@@ -164,21 +164,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed"}
 
-    def fake_run(
-        python: Any,
-        label: Any,
-        out_dir: Any,
-        env: Any,
-        how: Any = None,
-        on_progress: Any = None,
-        probed: Any = None,
-        **extra: Any,
-    ) -> Any:
-        if label not in outcomes:
-            return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
-        return RunRecord.from_json({**record(golden_a=outcomes[label]), "label": label, **extra})
-
-    monkeypatch.setattr(runner, "run", fake_run)
+    monkeypatch.setattr(runner, "run", contract_run(outcomes))
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
     # --cache-dir: never the project's own baseline cache (a real gate's entry would

@@ -21,7 +21,7 @@ from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
-from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
+from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, contract_run, fake_fetch
 from tests.meta.support.records import record
 
 
@@ -35,6 +35,7 @@ def fake_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     )
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     state: dict[str, Any] = {"quiet": 0.0, "outcomes": {"baseline": "passed"}, "ran": []}
+    recorded = contract_run(state["outcomes"])  # the tests add outcomes to state["outcomes"]
 
     def fake_run(
         python: Any,
@@ -51,10 +52,7 @@ def fake_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
             on_progress(0, 0)  # still collecting
             on_progress(3, 10)
         time.sleep(state["quiet"])
-        outcome = state["outcomes"].get(label)
-        if outcome is None:
-            return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
-        return RunRecord.from_json({**record(golden_a=outcome), "label": label, **extra})
+        return recorded(python, label, out_dir, env, **extra)
 
     monkeypatch.setattr(runner, "run", fake_run)
     # the import check runs before the contracts (a side that cannot import stops at once): it passes here

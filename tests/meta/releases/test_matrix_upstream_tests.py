@@ -14,14 +14,12 @@ from typing import Any
 import pytest
 
 from optax_gate.gate import cli
-from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.run import runner
 from optax_gate.gate.upstream import failures, pytest_run, upstream_tests
-from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
-from tests.meta.support.records import record
+from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, contract_run, fake_fetch
 
 FINDING = {
     "section": "upstream-tests",
@@ -104,21 +102,7 @@ def _fan_out(
     monkeypatch.setattr(unseen, "site_packages", lambda python: Path(python).parents[1] / "site-packages")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed", "jax-0.12.0.1": "passed", "all-newest": "passed"}
 
-    def fake_run(
-        python: Any,
-        label: Any,
-        out_dir: Any,
-        env: Any,
-        how: Any = None,
-        on_progress: Any = None,
-        probed: Any = None,
-        **extra: Any,
-    ) -> Any:
-        if label not in outcomes:
-            return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
-        return RunRecord.from_json({**record(golden_a=outcomes[label]), "label": label, **extra})
-
-    monkeypatch.setattr(runner, "run", fake_run)
+    monkeypatch.setattr(runner, "run", contract_run(outcomes))
     calls = []
 
     def fake_cross_run(sites: Any, pythons: Any, options: Any, **kwargs: Any) -> Any:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from optax_gate.gate.base import details
 from optax_gate.gate.base.run_record import RunRecord
 from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate.run import runner
 from tests.meta.support.records import record
 from tests.meta.support.reports import REAL
 
@@ -30,6 +32,27 @@ def fake_fetch(url: Any) -> Any:
         {"filename": f"{project}-{v}-py3-none-any.whl", "yanked": f"{project}-{v}" in YANKED} for v in INDEX[project]
     ]
     return {"meta": {"api-version": "1.1"}, "versions": INDEX[project], "files": files}
+
+
+def contract_run(outcomes: Mapping[str, str]) -> Callable[..., RunRecord]:
+    """A stand-in for ``runner.run``: a side named in ``outcomes`` ran one contract, ``golden_a``, with that
+    outcome (its record keeps the fields it was given); any other side could not import."""
+
+    def run(
+        python: Any,
+        label: Any,
+        out_dir: Any,
+        env: Any,
+        how: Any = None,
+        on_progress: Any = None,
+        probed: Any = None,
+        **extra: Any,
+    ) -> RunRecord:
+        if label not in outcomes:
+            return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
+        return RunRecord.from_json({**record(golden_a=outcomes[label]), "label": label, **extra})
+
+    return run
 
 
 OTHER_APIS = [
