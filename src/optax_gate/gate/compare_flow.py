@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import assemble
-from optax_gate.gate.base.run_record import RunRecord
+from optax_gate.gate.base.run_record import NotARunRecord, RunRecord
 from optax_gate.gate.gate_flow import Started, fail, write_reports
 from optax_gate.gate.gate_inputs import team_code
 from optax_gate.gate.inputs import validate
@@ -18,7 +18,7 @@ from optax_gate.gate.inputs.options import CompareOptions
 from optax_gate.gate.inputs.user_paths import check_usage
 from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.run import evidence
-from optax_gate.gate.sides import beyond_contracts
+from optax_gate.gate.sides import beyond_contracts, load
 from optax_gate.gate.sides_prepare import configured_packages
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import reused
@@ -32,18 +32,17 @@ def _run_record(path: Path) -> RunRecord:
       validate.InvalidInput: the file cannot be read, is not JSON, or is not a run record.
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return load(path)
     except OSError as exc:
         raise validate.InvalidInput(
             f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}"
         ) from None
+    except NotARunRecord:
+        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED}") from None
     except ValueError as exc:
         raise validate.InvalidInput(
             f"{validate.shown(path)} is not a run record: {_WANTED} (this file is not JSON: {exc})"
         ) from None
-    if not RunRecord.is_json(data):
-        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED}")
-    return RunRecord.from_json(data)
 
 
 #: What a run record is, said with every refusal of one.

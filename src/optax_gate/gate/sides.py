@@ -15,7 +15,7 @@ from typing import Unpack
 from optax_gate.gate import assemble
 from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
-from optax_gate.gate.base.run_record import RecordFields, RunRecord
+from optax_gate.gate.base.run_record import NotARunRecord, RecordFields, RunRecord
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions
 from optax_gate.gate.reuse import results_cache
@@ -266,9 +266,10 @@ def load(path: Path) -> RunRecord:
 
     Raises:
       OSError: the file cannot be read.
-      ValueError: it is not JSON, or not a run record (``RunRecord.is_json``).
+      NotARunRecord: it is JSON, but not a run record (``RunRecord.is_json``).
+      ValueError: it is not JSON (nor UTF-8).
     """
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if not RunRecord.is_json(data):
-        raise ValueError("not a JSON object with label, status and contracts")
+        raise NotARunRecord("not a JSON object with label, status and contracts")
     return RunRecord.from_json(data)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.base.run_record import RunRecord
+from optax_gate.gate.base.run_record import NotARunRecord, RunRecord
 from optax_gate.gate.run import runner
 from optax_gate.gate.sides import load, save_run
 
@@ -62,5 +62,5 @@ def test_with_fields_copies_and_keeps_the_record_it_came_from() -> None:
 @pytest.mark.parametrize("text", ['{"label": "x", "status": "ran"}', "[]", '"a string"'])
 def test_a_file_that_is_not_a_run_record_is_refused(tmp_path: Path, text: str) -> None:
     (tmp_path / "r.json").write_text(text)
-    with pytest.raises(ValueError, match="label, status and contracts"):
+    with pytest.raises(NotARunRecord, match="label, status and contracts"):
         load(tmp_path / "r.json")

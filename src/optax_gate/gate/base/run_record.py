@@ -86,6 +86,10 @@ class RecordFields(TypedDict, total=False):
     upstream_tests: model.UpstreamTests | dict[str, str]
 
 
+class NotARunRecord(ValueError):
+    """A JSON document that is not a run record (``RunRecord.is_json`` is false of it)."""
+
+
 #: The keys of a record's JSON that are :class:`RunRecord`'s own attributes, not :class:`RecordFields`.
 OWN_KEYS = ("label", "status", "reason", "versions", "contracts")
 
