@@ -226,7 +226,7 @@ def merge(
         if packages is not None:
             sections = unseen.beyond(report, baseline, run, packages=packages)
             report = verdict.at_least(report, *verdict.of_beyond(sections.broken()))
-            beyond = {k: _section_counts(getattr(sections, k)) for k in BEYOND}
+            beyond = {k: _beyond_section(getattr(sections, k)) for k in BEYOND}
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
             report = verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
@@ -300,7 +300,7 @@ def merge(
 FAIL_ON = ("broken", "changed")
 
 
-def _section_counts(section: model.Surface | model.Warnings | model.Dependencies) -> BeyondSection:
+def _beyond_section(section: model.Surface | model.Warnings | model.Dependencies) -> BeyondSection:
     """A section beyond the contracts as the matrix keeps it: its status and counts (``diffs.unseen``'s section)."""
     return {"status": section.get("status"), "counts": section["counts"]}
 
